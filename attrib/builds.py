@@ -1,0 +1,102 @@
+"""Builds, cached by (commit tree, recipe [build] section, executor identity).
+
+A build is a checkout plus the recipe's build commands run in it. Its record is written only
+after the build has finished, atomically, so an interrupted build is simply redone. A failed
+build is cached too: bisecting the same range again neither rebuilds nor retries it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .executors import Executor
+from .fsutil import atomic_write_text, file_lock
+from .gitrepo import Mirror
+from .model import CommitInfo
+from .recipe import BuildSpec
+
+LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    key: str
+    commit: str
+    tree: str
+    ok: bool
+    reason: str  # why it failed; empty when ok
+    log_path: str
+    checkout: str
+    duration_s: float
+    cached: bool = False
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = Path(self.log_path).read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class Builder:
+    def __init__(self, workdir: Path, mirror: Mirror, executor: Executor, spec: BuildSpec) -> None:
+        self.workdir = workdir
+        self.mirror = mirror
+        self.executor = executor
+        self.spec = spec
+        self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
+
+    def key(self, commit: CommitInfo) -> str:
+        blob = "\n".join([commit.tree, self.spec.cache_identity(), self.executor.identity()])
+        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+    def build(self, commit: CommitInfo) -> BuildRecord:
+        key = self.key(commit)
+        record_path = self.workdir / "builds" / f"{key}.json"
+        with file_lock(self.workdir / "locks" / f"{key}.lock"):
+            cached = self._load(record_path)
+            if cached is not None:
+                return cached
+            record = self._build(commit, key)
+            atomic_write_text(record_path, json.dumps(asdict(record), indent=2))
+            self.fresh_builds += 1
+            return record
+
+    def _load(self, record_path: Path) -> BuildRecord | None:
+        try:
+            data = json.loads(record_path.read_text())
+            record = BuildRecord(**{**data, "cached": True})
+        except (OSError, ValueError, TypeError):
+            return None
+        if record.ok and not Path(record.checkout).is_dir():
+            return None  # the checkout was cleaned away: build again
+        return record
+
+    def _build(self, commit: CommitInfo, key: str) -> BuildRecord:
+        checkout = self.workdir / "checkouts" / key
+        log_path = self.workdir / "logs" / f"{key}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.mirror.checkout(commit.sha, checkout)
+        total, reason = 0.0, ""
+        with open(log_path, "w", encoding="utf-8") as log:
+            log.write(f"# attrib build of {commit.sha} (tree {commit.tree}) with {self.executor.identity()}\n")
+            for command in self.spec.commands:
+                log.write(f"$ {command}\n")
+                log.flush()
+                res = self.executor.shell(checkout, command, self.spec.env, self.spec.timeout_s)
+                total += res.duration_s
+                log.write(res.stdout)
+                log.write(res.stderr)
+                if res.timed_out:
+                    reason = f"timed out after {self.spec.timeout_s:g} s in `{command}`"
+                elif res.returncode != 0:
+                    reason = f"exit {res.returncode} from `{command}`"
+                if reason:
+                    log.write(f"\n# build failed: {reason}\n")
+                    break
+        if reason:
+            self.mirror.discard(checkout)  # an unusable checkout is only disk used
+        return BuildRecord(key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), total)

@@ -1,0 +1,253 @@
+"""The command line: parse, call the package, map the outcome to an exit code.
+
+Errors are caught once, here: an AttribError becomes one line on stderr and its exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import AttribError, InputError
+from .fsutil import atomic_write_text
+from .model import Status
+from .progress import PlainProgress, RichProgress
+from .report import headline, render_markdown
+from .result import dump
+from .stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOT_REPRODUCED = 10
+EXIT_INCONCLUSIVE = 11
+EXIT_INTERRUPTED = 130
+STATUS_EXIT = {
+    Status.CULPRIT_FOUND: EXIT_OK,
+    Status.NOT_REPRODUCED: EXIT_NOT_REPRODUCED,
+    Status.INCONCLUSIVE: EXIT_INCONCLUSIVE,
+    Status.ERROR: EXIT_FAILURE,
+}
+DEMO_DIR = Path("attrib-demo")
+DEMO_MARKER = ".attrib-demo"
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Find the commit(s) that made a benchmark slower.")
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int) -> None:
+    err.print(f"attrib: error: {message}", style="bold red", highlight=False, markup=False)
+    raise typer.Exit(code)
+
+
+def _guard(fn: Callable[[], int]) -> None:
+    """The one place errors become exit codes."""
+    try:
+        code = fn()
+    except AttribError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted; builds in progress were stopped, finished ones stay cached", EXIT_INTERRUPTED)
+    raise typer.Exit(code)
+
+
+def _check_output(path: Optional[Path], option: str) -> None:
+    if path is not None and not path.parent.resolve().is_dir():
+        raise InputError(f"{option} {path}: directory {path.parent} does not exist")
+
+
+def _config(alpha: float, beta: float, min_rounds: int, max_rounds: int) -> TestConfig:
+    for name, value in (("--alpha", alpha), ("--beta", beta)):
+        if not 0 < value < 0.5:
+            raise InputError(f"{name} {value}: expected a probability between 0 and 0.5")
+    if not 2 <= min_rounds <= max_rounds:
+        raise InputError(f"--min-rounds {min_rounds} / --max-rounds {max_rounds}: expected 2 <= min <= max")
+    return TestConfig(alpha=alpha, beta=beta, min_rounds=min_rounds, max_rounds=max_rounds)
+
+
+def _progress() -> Any:
+    if err.is_terminal:
+        return RichProgress(err)
+    return PlainProgress(sys.stderr)
+
+
+def _emit(result: dict[str, Any], json_out: Optional[Path], report_out: Optional[Path]) -> int:
+    if json_out is not None:
+        atomic_write_text(json_out, dump(result))
+    if report_out is not None:
+        atomic_write_text(report_out, render_markdown(result))
+    typer.echo(_plain(headline(result)))
+    for c in result["culprits"]:
+        typer.echo(f"culprit: {c['commit']} {c['subject']} ({c['author']}) {c['change_pct']:+.2f} % CI {c['ci_pct']}")
+    for path, what in ((json_out, "result"), (report_out, "report")):
+        if path is not None:
+            typer.echo(f"{what}: {path}")
+    return STATUS_EXIT[Status(result["status"])]
+
+
+def _plain(markdown: str) -> str:
+    return markdown.replace("**", "").replace("`", "")
+
+
+RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect.")
+RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
+BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
+ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local.")
+WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs [default: ~/.cache/attrib/<repo>].")
+AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
+BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
+MinRoundsOpt = typer.Option(DEFAULT_MIN_ROUNDS, "--min-rounds", help="Rounds before any test may decide.")
+MaxRoundsOpt = typer.Option(DEFAULT_MAX_ROUNDS, "--max-rounds", help="Rounds after which a test is inconclusive.")
+SeedOpt = typer.Option(0, "--seed", help="Seed of the run order within rounds.")
+
+
+@app.command()
+def bisect(
+    repo: Path = RepoOpt,
+    good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
+    bad: str = typer.Option(..., "--bad", help="A later revision where it is worse."),
+    recipe: Path = RecipeOpt,
+    benchmark: Optional[str] = BenchOpt,
+    executor: str = ExecOpt,
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result JSON here."),
+    report_out: Optional[Path] = typer.Option(None, "--report", help="Write the markdown report here."),
+    workdir: Optional[Path] = WorkOpt,
+    alpha: float = AlphaOpt,
+    beta: float = BetaOpt,
+    min_rounds: int = MinRoundsOpt,
+    max_rounds: int = MaxRoundsOpt,
+    seed: int = SeedOpt,
+) -> None:
+    """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
+    10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
+    from .session import plan, run_bisect
+
+    def go() -> int:
+        config = _config(alpha, beta, min_rounds, max_rounds)
+        _check_output(json_out, "--json")
+        _check_output(report_out, "--report")
+        p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
+        progress = _progress()
+        with progress if isinstance(progress, RichProgress) else nullcontext():
+            result = run_bisect(p, config, seed, progress)
+        return _emit(result, json_out, report_out)
+
+    _guard(go)
+
+
+@app.command()
+def compare(
+    reference: str = typer.Argument(..., help="Reference revision (e.g. the culprit's parent)."),
+    candidate: str = typer.Argument(..., help="Candidate revision."),
+    repo: Path = RepoOpt,
+    recipe: Path = RecipeOpt,
+    benchmark: Optional[str] = BenchOpt,
+    executor: str = ExecOpt,
+    workdir: Optional[Path] = WorkOpt,
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison JSON here."),
+    alpha: float = AlphaOpt,
+    beta: float = BetaOpt,
+    min_rounds: int = MinRoundsOpt,
+    max_rounds: int = MaxRoundsOpt,
+    seed: int = SeedOpt,
+) -> None:
+    """One sequential comparison: is CANDIDATE worse than REFERENCE? Exit 0 worse, 10 not worse,
+    11 undecided at the cap, 2 bad input, 1 other failure."""
+    from .session import plan, run_compare
+
+    def go() -> int:
+        config = _config(alpha, beta, min_rounds, max_rounds)
+        _check_output(json_out, "--json")
+        p = plan(repo, reference, candidate, recipe, benchmark, executor, workdir, require_ancestor=False)
+        result = run_compare(p, config, seed, PlainProgress(sys.stderr))
+        if json_out is not None:
+            atomic_write_text(json_out, json.dumps(result, indent=2) + "\n")
+        typer.echo(
+            f"{result['verdict']}: {candidate} vs {reference}: {result['change_pct']} % "
+            f"CI {result['ci_pct']} after {result['rounds']} rounds {result['reason']}".rstrip()
+        )
+        return {"bad": EXIT_OK, "good": EXIT_NOT_REPRODUCED, "inconclusive": EXIT_INCONCLUSIVE}.get(
+            result["verdict"], EXIT_FAILURE
+        )
+
+    _guard(go)
+
+
+@app.command()
+def report(
+    result_json: Path = typer.Argument(..., help="A result JSON written by `attrib bisect --json`."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here instead of stdout."),
+) -> None:
+    """Render the markdown report of a stored result."""
+
+    def go() -> int:
+        try:
+            result = json.loads(result_json.read_text())
+        except FileNotFoundError:
+            raise InputError(f"{result_json}: no such file") from None
+        except ValueError as exc:
+            raise InputError(f"{result_json}: not JSON ({exc})") from None
+        if not isinstance(result, dict) or result.get("schema") != 1:
+            raise InputError(f"{result_json}: key 'schema': expected a result document with schema 1")
+        text = render_markdown(result)
+        if out is None:
+            typer.echo(text)
+        else:
+            _check_output(out, "--out")
+            atomic_write_text(out, text)
+        return EXIT_OK
+
+    _guard(go)
+
+
+@app.command()
+def demo(
+    directory: Path = typer.Option(DEMO_DIR, "--dir", help="Where the sample tree, cache and report go."),
+    seed: int = SeedOpt,
+) -> None:
+    """Generate the sample kernel tree (60+ commits, a planted ~10 % slowdown, a broken stretch,
+    churn) and bisect it with the local executor."""
+    from .demo import DEMO_RECIPE, TreeSpec, generate_tree
+    from .session import plan, run_bisect
+
+    def go() -> int:
+        if directory.exists():
+            if not (directory / DEMO_MARKER).exists():
+                raise InputError(f"--dir {directory}: exists and is not an attrib demo directory; choose another")
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        (directory / DEMO_MARKER).write_text("made by attrib demo; safe to delete\n")
+        recipe_path = directory / "demo-cpu.toml"
+        recipe_path.write_text(DEMO_RECIPE)
+        typer.echo(f"generating the sample tree in {directory / 'repo'} ...")
+        tree = generate_tree(directory / "repo", TreeSpec(seed=seed))
+        typer.echo(f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build")
+        p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
+        progress = _progress()
+        with progress if isinstance(progress, RichProgress) else nullcontext():
+            result = run_bisect(p, TestConfig(), seed, progress)
+        code = _emit(result, directory / "result.json", directory / "report.md")
+        found = [c["commit"] for c in result["culprits"]]
+        typer.echo("the planted culprit was " + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})"))
+        return code
+
+    _guard(go)
+
+
+@app.callback(invoke_without_command=True)
+def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        typer.echo(f"attrib {__version__}")
+        raise typer.Exit(0)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,30 @@
+"""One error root. Each subclass builds its own one-line message; the CLI catches the root once."""
+
+from __future__ import annotations
+
+
+class AttribError(Exception):
+    """Root of every error attrib raises on purpose. `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class InputError(AttribError):
+    """The user gave us something we cannot use (exit 2): a revision, a path, a recipe."""
+
+    exit_code = 2
+
+
+class RecipeError(InputError):
+    def __init__(self, path: object, key: str, expected: str) -> None:
+        where = f"{path}: key '{key}'" if key else f"{path}"
+        super().__init__(f"{where}: {expected}")
+        self.path, self.key = path, key
+
+
+class RepoError(InputError):
+    """Repository missing, revision unknown, or the range makes no sense."""
+
+
+class ReferenceFailed(AttribError):
+    """The good or bad reference itself cannot be built or measured: nothing to compare against."""

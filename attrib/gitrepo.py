@@ -1,0 +1,123 @@
+"""Git at the edge: revisions, ranges, commit metadata, and checkouts that never touch the
+user's repository.
+
+Checkouts come from a bare mirror under the work dir, cloned with `--shared` (its objects are
+read through git's alternates, so nothing is copied). `git worktree add` runs against that
+mirror: the user's working tree, index and even `.git/worktrees` stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+import git
+
+from .errors import RepoError
+from .model import CommitInfo
+
+# A revision as a user or a CI job writes it: names, shas, ~ ^ @ { } : / . -, never a leading '-'
+# (which git would read as an option) and never whitespace or control characters.
+_REV_RE = re.compile(r"^[A-Za-z0-9_./@^~{}:+=-]{1,256}$")
+
+
+def validate_revision_text(rev: str) -> None:
+    if not _REV_RE.match(rev) or rev.startswith("-"):
+        raise RepoError(f"revision {rev!r}: not a valid revision name")
+
+
+class GitRepo:
+    """The user's repository, opened read-only in spirit: we only ever read from it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+        try:
+            self._repo = git.Repo(self.path, search_parent_directories=False)
+        except git.NoSuchPathError:
+            raise RepoError(f"repo {path}: no such directory") from None
+        except git.InvalidGitRepositoryError:
+            raise RepoError(f"repo {path}: not a git repository") from None
+        self.git = self._repo.git
+
+    def resolve(self, rev: str) -> str:
+        """Full sha of the commit `rev` names, or RepoError naming the revision."""
+        validate_revision_text(rev)
+        try:
+            out = self.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        except git.GitCommandError:
+            raise RepoError(f"revision {rev!r}: unknown in {self.path}") from None
+        return str(out).strip()
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        try:
+            self.git.merge_base("--is-ancestor", ancestor, descendant)
+        except git.GitCommandError as exc:
+            if exc.status == 1:
+                return False
+            raise
+        return True
+
+    def first_parent_chain(self, good: str, bad: str) -> list[str]:
+        """Commits on bad's first-parent line that good does not contain, oldest first."""
+        out = self.git.rev_list("--first-parent", "--reverse", bad, f"^{good}")
+        return [line for line in str(out).splitlines() if line]
+
+    def merge_base(self, a: str, b: str) -> str:
+        return str(self.git.merge_base(a, b)).strip()
+
+    def info(self, sha: str) -> CommitInfo:
+        c = self._repo.commit(sha)
+        if c.parents:
+            files = str(self.git.diff_tree("--no-commit-id", "--name-only", "-r", "-m", "--first-parent", sha))
+        else:
+            files = str(self.git.ls_tree("-r", "--name-only", sha))
+        return CommitInfo(
+            sha=c.hexsha,
+            tree=c.tree.hexsha,
+            subject=c.summary if isinstance(c.summary, str) else c.summary.decode(),
+            author=str(c.author.name),
+            author_email=str(c.author.email),
+            date=c.authored_datetime.isoformat(),
+            parents=tuple(p.hexsha for p in c.parents),
+            files=tuple(sorted({f for f in files.splitlines() if f})),
+        )
+
+
+def default_workdir(repo_path: Path) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attrib"
+    digest = hashlib.sha256(str(repo_path.resolve()).encode()).hexdigest()[:12]
+    return base / f"{repo_path.resolve().name}-{digest}"
+
+
+class Mirror:
+    """A bare, shared clone of the user's repository from which checkouts are made."""
+
+    def __init__(self, workdir: Path, source: GitRepo) -> None:
+        self.path = workdir / "mirror.git"
+        self.source = source
+        if not (self.path / "HEAD").exists() or not self._usable():
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            git.Repo.clone_from(str(source.path), str(self.path), bare=True, shared=True, no_tags=True)
+        self.git = git.Repo(self.path).git
+
+    def _usable(self) -> bool:
+        try:
+            git.Repo(self.path).git.rev_parse("--verify", "HEAD")
+        except (git.GitCommandError, git.InvalidGitRepositoryError):
+            return False
+        return True
+
+    def checkout(self, sha: str, path: Path) -> None:
+        """A fresh detached worktree of `sha` at `path`, replacing whatever half-made one was there."""
+        self.discard(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.git.worktree("add", "--detach", "--force", str(path), sha)
+
+    def discard(self, path: Path) -> None:
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        self.git.worktree("prune")

@@ -1,0 +1,49 @@
+"""The vocabulary: verdicts, statuses, and the immutable records that flow between modules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    """What one evaluation says about a candidate relative to its reference."""
+
+    GOOD = "good"  # no meaningful change from the reference
+    BAD = "bad"  # worse than the reference by at least the recipe's minimum change
+    SKIP = "skip"  # untestable: did not build or its benchmark did not run
+    INCONCLUSIVE = "inconclusive"  # measured, but the sequential test hit its cap
+
+
+class Status(str, Enum):
+    """Outcome of a whole bisection. Exit codes live in cli.py."""
+
+    CULPRIT_FOUND = "culprit_found"
+    NOT_REPRODUCED = "not_reproduced"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+
+
+class Direction(str, Enum):
+    LOWER = "lower"  # lower is better (times)
+    HIGHER = "higher"  # higher is better (throughput)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    tree: str
+    subject: str
+    author: str
+    author_email: str
+    date: str  # ISO 8601
+    parents: tuple[str, ...]
+    files: tuple[str, ...] = field(default=())
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1

@@ -1,0 +1,193 @@
+"""Recipes: TOML files that say how to build a tree and what to measure.
+
+Validation is strict and happens on load: an unknown key, a missing key or a wrong type is
+one `RecipeError` naming the file, the dotted key and what was expected. Defaults are named
+constants so that docs/recipes.md and the code cannot disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import RecipeError
+from .model import Direction
+
+SCHEMA_VERSION = 1
+DEFAULT_BUILD_TIMEOUT_S = 600.0
+DEFAULT_RUN_TIMEOUT_S = 120.0
+DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
+DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
+RUNNERS = ("command",)
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    commands: tuple[str, ...]
+    timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+
+    def cache_identity(self) -> str:
+        """Stable digest of everything in [build] that can change a build's output."""
+        blob = json.dumps(asdict(self), sort_keys=True, default=list)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    name: str
+    runner: str
+    command: tuple[str, ...]
+    unit: str = "s"
+    direction: Direction = Direction.LOWER
+    timeout_s: float = DEFAULT_RUN_TIMEOUT_S
+    reps: int = DEFAULT_REPS
+    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+
+    def argv(self, reps: int | None = None) -> list[str]:
+        n = str(self.reps if reps is None else reps)
+        return [part.replace("{reps}", n) for part in self.command]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    name: str
+    description: str
+    build: BuildSpec
+    benchmarks: tuple[BenchmarkSpec, ...]
+
+    def benchmark(self, name: str | None) -> BenchmarkSpec:
+        if name is None:
+            if len(self.benchmarks) > 1:
+                names = ", ".join(b.name for b in self.benchmarks)
+                raise RecipeError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
+            return self.benchmarks[0]
+        for bench in self.benchmarks:
+            if bench.name == name:
+                return bench
+        names = ", ".join(b.name for b in self.benchmarks)
+        raise RecipeError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")
+
+
+# --- a tiny declarative checker: each key has a type check and an expectation text ---------
+
+Check = tuple[Callable[[Any], bool], str]
+
+_STR: Check = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
+_OPT_STR: Check = (lambda v: isinstance(v, str), "a string")
+_POS_NUM: Check = (
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "a positive number",
+)
+_POS_INT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer")
+_STR_LIST: Check = (
+    lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v),
+    "a non-empty list of non-empty strings",
+)
+_STR_TABLE: Check = (
+    lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    "a table of string values",
+)
+
+
+def _enum(values: tuple[str, ...]) -> Check:
+    return (lambda v: v in values, "one of " + ", ".join(f'"{x}"' for x in values))
+
+
+_TOP: dict[str, tuple[Check, bool]] = {
+    "schema": ((lambda v: v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
+    "name": (_STR, True),
+    "description": (_OPT_STR, False),
+    "build": ((lambda v: isinstance(v, dict), "a table [build]"), True),
+    "benchmark": (
+        (lambda v: isinstance(v, list) and len(v) > 0, "at least one [[benchmark]] table"),
+        True,
+    ),
+}
+_BUILD: dict[str, tuple[Check, bool]] = {
+    "commands": (_STR_LIST, True),
+    "timeout_s": (_POS_NUM, False),
+    "env": (_STR_TABLE, False),
+}
+_BENCH: dict[str, tuple[Check, bool]] = {
+    "name": (_STR, True),
+    "runner": (_enum(RUNNERS), True),
+    "command": (_STR_LIST, True),
+    "unit": (_STR, False),
+    "direction": (_enum(tuple(d.value for d in Direction)), False),
+    "timeout_s": (_POS_NUM, False),
+    "reps": (_POS_INT, False),
+    "min_change_pct": (_POS_NUM, False),
+}
+
+
+def _check_table(path: Path, prefix: str, table: dict[str, Any], spec: dict[str, tuple[Check, bool]]) -> None:
+    for key in table:
+        if key not in spec:
+            known = ", ".join(spec)
+            raise RecipeError(path, prefix + key, f"unknown key (expected one of: {known})")
+    for key, ((ok, expected), required) in spec.items():
+        if key not in table:
+            if required:
+                raise RecipeError(path, prefix + key, f"missing; expected {expected}")
+            continue
+        if not ok(table[key]):
+            raise RecipeError(path, prefix + key, f"expected {expected}, got {table[key]!r}")
+
+
+def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
+    _check_table(path, "", data, _TOP)
+    build_t = data["build"]
+    _check_table(path, "build.", build_t, _BUILD)
+    benches: list[BenchmarkSpec] = []
+    seen: set[str] = set()
+    for i, bench_t in enumerate(data["benchmark"]):
+        prefix = f"benchmark[{i}]."
+        if not isinstance(bench_t, dict):
+            raise RecipeError(path, f"benchmark[{i}]", "expected a table")
+        _check_table(path, prefix, bench_t, _BENCH)
+        if bench_t["name"] in seen:
+            raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
+        seen.add(bench_t["name"])
+        benches.append(
+            BenchmarkSpec(
+                name=bench_t["name"],
+                runner=bench_t["runner"],
+                command=tuple(bench_t["command"]),
+                unit=bench_t.get("unit", "s"),
+                direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
+                timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
+                reps=int(bench_t.get("reps", DEFAULT_REPS)),
+                min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
+            )
+        )
+    return Recipe(
+        path=path,
+        name=data["name"],
+        description=data.get("description", ""),
+        build=BuildSpec(
+            commands=tuple(build_t["commands"]),
+            timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
+            env=dict(build_t.get("env", {})),
+        ),
+        benchmarks=tuple(benches),
+    )
+
+
+def load_recipe(path: Path) -> Recipe:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RecipeError(path, "", "recipe file not found") from None
+    except OSError as exc:
+        raise RecipeError(path, "", f"cannot read recipe ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RecipeError(path, "", f"not valid TOML ({exc})") from None
+    return parse_recipe(data, path)

@@ -1,0 +1,236 @@
+"""The result: a versioned JSON document built from an engine outcome. Reports render from it.
+
+Fields named in docs/result-schema.md are stable: new ones may be added, none renamed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .engine import Comparison, Outcome
+from .model import Direction, Verdict
+from .recipe import BenchmarkSpec, Recipe
+from .stats import TestConfig, to_pct
+
+RESULT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the outcome alone does not know: how the run was asked for and where it ran."""
+
+    repo: Path
+    recipe: Recipe
+    bench: BenchmarkSpec
+    executor: str
+    config: TestConfig
+    seed: int
+    workdir: Path
+    wall_s: float
+    builds_fresh: int
+
+
+def _pct_ci(comp: Comparison, direction: Direction) -> tuple[float, list[float]]:
+    est = comp.estimate
+    lo, hi = sorted((to_pct(est.low, direction), to_pct(est.high, direction)))
+    return round(to_pct(est.shift, direction), 3), [round(lo, 3), round(hi, 3)]
+
+
+def comparison_json(comp: Comparison, direction: Direction) -> dict[str, Any]:
+    change, ci = _pct_ci(comp, direction) if comp.diffs else (None, None)
+    return {
+        "candidate": comp.candidate,
+        "reference": comp.reference,
+        "purpose": comp.purpose,
+        "verdict": comp.verdict.value,
+        "rounds": len(comp.diffs),
+        "change_pct": change,
+        "ci_pct": ci,
+        "llr": round(comp.llr, 4),
+        "sigma": comp.sigma,
+        "reason": comp.reason,
+        "shifts": [round(d, 6) for d in comp.diffs],
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "user": getpass.getuser(),
+    }
+
+
+def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
+    argv = [
+        "attrib", "bisect",
+        "--repo", str(ctx.repo),
+        "--good", good,
+        "--bad", bad,
+        "--recipe", str(ctx.recipe.path),
+        "--benchmark", ctx.bench.name,
+        "--executor", ctx.executor,
+        "--seed", str(ctx.seed),
+    ]  # fmt: skip
+    return shlex.join(argv)
+
+
+def compare_command(ctx: RunContext, reference: str, candidate: str) -> str:
+    argv = [
+        "attrib", "compare",
+        "--repo", str(ctx.repo),
+        "--recipe", str(ctx.recipe.path),
+        "--benchmark", ctx.bench.name,
+        "--executor", ctx.executor,
+        reference, candidate,
+    ]  # fmt: skip
+    return shlex.join(argv)
+
+
+def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
+    direction = ctx.bench.direction
+    culprit_shas = {c.commit for c in outcome.culprits}
+    total_change, total_ci = _pct_ci(outcome.preflight, direction)
+    total_shift = outcome.preflight.estimate.shift
+
+    culprits = []
+    for c in outcome.culprits:
+        info = outcome.commits[c.commit].info
+        change, ci = _pct_ci(c.confirmation, direction)
+        share = c.confirmation.estimate.shift / total_shift if total_shift > 0 else None
+        culprits.append(
+            {
+                "commit": c.commit,
+                "subject": info.subject,
+                "author": info.author,
+                "author_email": info.author_email,
+                "date": info.date,
+                "files": list(info.files),
+                "change_pct": change,
+                "ci_pct": ci,
+                "share": None if share is None else round(share, 3),
+                "ambiguous_with": list(c.ambiguous_with),
+                "compared_with": c.last_good,
+                "confirmed": c.confirmed,
+                "confirmation": comparison_json(c.confirmation, direction),
+                "via_merge": c.via_merge,
+                "reproduce": compare_command(ctx, c.last_good, c.commit),
+            }
+        )
+
+    commits = []
+    for sha in outcome.order:
+        rec = outcome.commits.get(sha)
+        if rec is None:
+            continue
+        if sha == outcome.good:
+            verdict, reference, role = Verdict.GOOD, None, "good"
+        elif sha == outcome.bad:
+            verdict, reference, role = outcome.preflight.verdict, outcome.good, "bad"
+        elif sha in outcome.verdicts:
+            reference, verdict = outcome.verdicts[sha]
+            role = "candidate"
+        else:
+            continue  # built only as a confirmation partner's neighbour: nothing decided about it
+        if rec.build is not None and not rec.build.ok:
+            verdict = Verdict.SKIP
+        # A candidate that matches a culprit is as bad as that culprit is relative to good.
+        overall = Verdict.BAD if verdict is Verdict.GOOD and reference in culprit_shas else verdict
+        commits.append(
+            {
+                "commit": sha,
+                "subject": rec.info.subject,
+                "role": role,
+                "verdict": overall.value,
+                "verdict_vs_reference": verdict.value,
+                "reference": reference,
+                "samples": len(rec.samples),
+                "median": statistics.median(rec.samples) if rec.samples else None,
+                "build": None
+                if rec.build is None
+                else {"ok": rec.build.ok, "cached": rec.build.cached, "reason": rec.build.reason, "log": rec.build.log_path},
+                "failed_runs": rec.failed_runs,
+            }
+        )
+
+    failures = [
+        {
+            "commit": sha,
+            "subject": rec.info.subject,
+            "reason": rec.build.reason,
+            "log": rec.build.log_path,
+            "log_tail": rec.build.log_tail(),
+        }
+        for sha, rec in outcome.commits.items()
+        if rec.build is not None and not rec.build.ok
+    ]
+    recipe_bytes = ctx.recipe.path.read_bytes() if ctx.recipe.path.exists() else b""
+    built = [r for r in outcome.commits.values() if r.build is not None]
+    return {
+        "schema": RESULT_SCHEMA,
+        "status": outcome.status.value,
+        "repo": str(ctx.repo),
+        "good": outcome.good,
+        "bad": outcome.bad,
+        "benchmark": ctx.bench.name,
+        "culprits": culprits,
+        "commits": commits,
+        "builds": len(built),
+        "samples": sum(len(r.samples) for r in outcome.commits.values()),
+        "wall_s": round(ctx.wall_s, 2),
+        "unit": ctx.bench.unit,
+        "direction": direction.value,
+        "total_change_pct": total_change,
+        "total_ci_pct": total_ci,
+        "range_commits": len(outcome.order) - 1,
+        "builds_fresh": ctx.builds_fresh,
+        "builds_cached": sum(1 for r in built if r.build is not None and r.build.cached),
+        "build_failures": failures,
+        "comparisons": [comparison_json(c, direction) for c in outcome.comparisons],
+        "notes": list(outcome.notes),
+        "reproduce": reproduce_command(ctx, outcome.good, outcome.bad),
+        "settings": {
+            "alpha": ctx.config.alpha,
+            "beta": ctx.config.beta,
+            "min_rounds": ctx.config.min_rounds,
+            "max_rounds": ctx.config.max_rounds,
+            "min_change_pct": ctx.bench.min_change_pct,
+            "reps": ctx.bench.reps,
+            "seed": ctx.seed,
+            "executor": ctx.executor,
+        },
+        "recipe": {
+            "path": str(ctx.recipe.path),
+            "name": ctx.recipe.name,
+            "sha256": hashlib.sha256(recipe_bytes).hexdigest(),
+        },
+        "tool": {"name": "attrib", "version": __version__},
+        "machine": machine_info(),
+        "workdir": str(ctx.workdir),
+    }
+
+
+def dump(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2, sort_keys=False) + "\n"

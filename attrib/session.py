@@ -1,0 +1,92 @@
+"""One bisection from validated inputs to a result document: the seam the CLI (and later the
+daemon) call. Everything the user can get wrong is checked before anything is written."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .builds import Builder
+from .engine import Bisection, Events
+from .errors import InputError, RepoError
+from .executors import EXECUTORS, Executor, make_executor
+from .fsutil import file_lock
+from .gitrepo import GitRepo, Mirror, default_workdir
+from .recipe import BenchmarkSpec, Recipe, load_recipe
+from .result import RESULT_SCHEMA, RunContext, build_result, comparison_json
+from .runners.command import CommandRunner
+from .stats import TestConfig
+
+
+@dataclass(frozen=True)
+class Plan:
+    repo: GitRepo
+    good: str
+    bad: str
+    recipe: Recipe
+    bench: BenchmarkSpec
+    executor_name: str
+    workdir: Path
+
+
+def plan(
+    repo_path: Path,
+    good_rev: str,
+    bad_rev: str,
+    recipe_path: Path,
+    bench_name: str | None,
+    executor: str,
+    workdir: Path | None,
+    *,
+    require_ancestor: bool = True,
+) -> Plan:
+    """Validate every input; raises InputError (exit 2) with one line, and creates nothing."""
+    recipe = load_recipe(recipe_path)
+    bench = recipe.benchmark(bench_name)
+    repo = GitRepo(repo_path)
+    good, bad = repo.resolve(good_rev), repo.resolve(bad_rev)
+    if good == bad:
+        raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
+    if require_ancestor and not repo.is_ancestor(good, bad):
+        raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
+    if executor not in EXECUTORS:
+        raise InputError(f"--executor {executor!r}: expected one of: {', '.join(EXECUTORS)}")
+    return Plan(repo, good, bad, recipe, bench, executor, workdir or default_workdir(repo.path))
+
+
+def _tools(p: Plan) -> tuple[Executor, Builder, CommandRunner]:
+    p.workdir.mkdir(parents=True, exist_ok=True)
+    with file_lock(p.workdir / "locks" / "mirror.lock"):
+        mirror = Mirror(p.workdir, p.repo)
+    executor = make_executor(p.executor_name)
+    builder = Builder(p.workdir, mirror, executor, p.recipe.build)
+    return executor, builder, CommandRunner(executor, p.bench)
+
+
+def run_bisect(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+    start = time.monotonic()
+    _, builder, runner = _tools(p)
+    engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
+    outcome = engine.run(p.good, p.bad)
+    ctx = RunContext(
+        repo=p.repo.path,
+        recipe=p.recipe,
+        bench=p.bench,
+        executor=p.executor_name,
+        config=config,
+        seed=seed,
+        workdir=p.workdir,
+        wall_s=time.monotonic() - start,
+        builds_fresh=builder.fresh_builds,
+    )
+    return build_result(outcome, ctx)
+
+
+def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+    """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
+    _, builder, runner = _tools(p)
+    engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
+    comp = engine.compare(p.bad, p.good, "compare")
+    return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}

@@ -1,0 +1,147 @@
+"""Decision statistics: pure functions of samples. No I/O, no clocks, no randomness of their own.
+
+The rule (docs/statistics.md explains it at length):
+
+* Work in log space, oriented so that a larger value is worse. A ratio is what a regression
+  is, and logs make "+5 %" the same step at every speed.
+* One benchmark run is one block. A round runs the reference and the candidate back to back
+  (in a random order) and reduces the two blocks to one paired value: the Hodges-Lehmann
+  shift, the median of all pairwise differences candidate - reference. Pairing inside a
+  round cancels machine drift; the pairwise median shrugs off a minority of interfered or
+  outlying samples, which is what bimodal interference looks like.
+* The per-round shifts feed Wald's SPRT of H0 "no change" (mean 0) against H1 "worse by the
+  minimum meaningful change" (mean = delta). Each increment is clipped (Huber style) so that
+  one wild round cannot decide alone. sigma is pooled over every paired set measured so far
+  and inflated to an upper confidence bound, because an underestimated sigma is what makes
+  an SPRT overconfident.
+* A test needs at least `min_rounds` and stops at `max_rounds`; at the cap it answers
+  INCONCLUSIVE and the search decides what to do with that commit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from .model import Direction, Verdict
+
+DEFAULT_ALPHA = 0.01  # P(call a commit bad | it did not change)
+DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
+DEFAULT_MIN_ROUNDS = 5
+DEFAULT_MAX_ROUNDS = 40
+CLIP_SIGMAS = 3.0  # one round moves the likelihood ratio by at most this many sigmas' worth
+SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite ratios
+SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    alpha: float = DEFAULT_ALPHA
+    beta: float = DEFAULT_BETA
+    min_rounds: int = DEFAULT_MIN_ROUNDS
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+
+    @property
+    def upper(self) -> float:
+        return math.log((1 - self.beta) / self.alpha)
+
+    @property
+    def lower(self) -> float:
+        return math.log(self.beta / (1 - self.alpha))
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict | None  # None: keep measuring
+    llr: float
+    rounds: int
+    sigma: float
+
+
+def oriented_logs(samples: Sequence[float], direction: Direction) -> np.ndarray:
+    """log of each sample, sign chosen so that larger always means worse."""
+    logs = np.log(np.asarray(samples, dtype=float))
+    return logs if direction is Direction.LOWER else -logs
+
+
+def block_shift(reference: np.ndarray, candidate: np.ndarray) -> float:
+    """Hodges-Lehmann two-sample shift: median over all pairs of candidate - reference."""
+    return float(np.median(np.subtract.outer(candidate, reference)))
+
+
+def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) -> float:
+    """Upper-confidence estimate of the per-round sd, pooled over sets centred on their own means."""
+    ss, dof = 0.0, 0
+    for values in sets:
+        arr = np.asarray(values, dtype=float)
+        if arr.size >= 2:
+            ss += float(np.sum((arr - arr.mean()) ** 2))
+            dof += arr.size - 1
+    if dof == 0:
+        return math.inf
+    sd = math.sqrt(ss / dof)
+    inflate = math.sqrt(dof / float(sps.chi2.ppf(SIGMA_UPPER_QUANTILE, dof)))
+    return max(sd * inflate, floor)
+
+
+def sprt(
+    diffs: Sequence[float],
+    delta: float,
+    sigma: float,
+    config: TestConfig,
+) -> Decision:
+    """Wald's SPRT of mean 0 (GOOD) against mean `delta` (BAD) on per-round paired shifts."""
+    n = len(diffs)
+    if n == 0 or not math.isfinite(sigma):
+        return Decision(None, 0.0, n, sigma)
+    z = np.clip(np.asarray(diffs, dtype=float), -CLIP_SIGMAS * sigma, delta + CLIP_SIGMAS * sigma)
+    llr = float(delta / sigma**2 * np.sum(z - delta / 2))
+    verdict: Verdict | None = None
+    if n >= config.min_rounds:
+        if llr >= config.upper:
+            verdict = Verdict.BAD
+        elif llr <= config.lower:
+            verdict = Verdict.GOOD
+        elif n >= config.max_rounds:
+            verdict = Verdict.INCONCLUSIVE
+    return Decision(verdict, llr, n, sigma)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A shift in oriented log units with its confidence interval."""
+
+    shift: float
+    low: float
+    high: float
+    n: int
+
+
+def shift_estimate(diffs: Sequence[float], level: float = 0.95) -> Estimate:
+    """One-sample Hodges-Lehmann estimate (median of Walsh averages) with the signed-rank CI."""
+    d = np.sort(np.asarray(diffs, dtype=float))
+    n = d.size
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    m = walsh.size
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    k = n * (n + 1) / 4 - z * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    k_idx = int(min(max(math.floor(k), 0), (m - 1) // 2))
+    return Estimate(float(np.median(walsh)), float(walsh[k_idx]), float(walsh[m - 1 - k_idx]), n)
+
+
+def to_pct(shift: float, direction: Direction) -> float:
+    """Oriented log shift -> signed percent change of the measured value itself."""
+    raw = shift if direction is Direction.LOWER else -shift
+    return (math.exp(raw) - 1.0) * 100.0
+
+
+def min_change_shift(min_change_pct: float) -> float:
+    """The recipe's minimum meaningful change as an oriented log shift."""
+    return math.log1p(min_change_pct / 100.0)
