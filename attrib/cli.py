@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -59,7 +60,7 @@ def _guard(fn: Callable[[], int]) -> None:
     raise typer.Exit(code)
 
 
-def _check_output(path: Optional[Path], option: str) -> None:
+def _check_output(path: Path | None, option: str) -> None:
     if path is not None and not path.parent.resolve().is_dir():
         raise InputError(f"{option} {path}: directory {path.parent} does not exist")
 
@@ -79,7 +80,7 @@ def _progress() -> Any:
     return PlainProgress(sys.stderr)
 
 
-def _emit(result: dict[str, Any], json_out: Optional[Path], report_out: Optional[Path]) -> int:
+def _emit(result: dict[str, Any], json_out: Path | None, report_out: Path | None) -> int:
     if json_out is not None:
         atomic_write_text(json_out, dump(result))
     if report_out is not None:
@@ -115,11 +116,11 @@ def bisect(
     good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
     bad: str = typer.Option(..., "--bad", help="A later revision where it is worse."),
     recipe: Path = RecipeOpt,
-    benchmark: Optional[str] = BenchOpt,
+    benchmark: str | None = BenchOpt,
     executor: str = ExecOpt,
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result JSON here."),
-    report_out: Optional[Path] = typer.Option(None, "--report", help="Write the markdown report here."),
-    workdir: Optional[Path] = WorkOpt,
+    json_out: Path | None = typer.Option(None, "--json", help="Write the result JSON here."),
+    report_out: Path | None = typer.Option(None, "--report", help="Write the markdown report here."),
+    workdir: Path | None = WorkOpt,
     alpha: float = AlphaOpt,
     beta: float = BetaOpt,
     min_rounds: int = MinRoundsOpt,
@@ -149,10 +150,10 @@ def compare(
     candidate: str = typer.Argument(..., help="Candidate revision."),
     repo: Path = RepoOpt,
     recipe: Path = RecipeOpt,
-    benchmark: Optional[str] = BenchOpt,
+    benchmark: str | None = BenchOpt,
     executor: str = ExecOpt,
-    workdir: Optional[Path] = WorkOpt,
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the comparison JSON here."),
+    workdir: Path | None = WorkOpt,
+    json_out: Path | None = typer.Option(None, "--json", help="Write the comparison JSON here."),
     alpha: float = AlphaOpt,
     beta: float = BetaOpt,
     min_rounds: int = MinRoundsOpt,
@@ -184,7 +185,7 @@ def compare(
 @app.command()
 def report(
     result_json: Path = typer.Argument(..., help="A result JSON written by `attrib bisect --json`."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the markdown here instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", help="Write the markdown here instead of stdout."),
 ) -> None:
     """Render the markdown report of a stored result."""
 

@@ -13,9 +13,10 @@ The engine owns no policy of its own beyond ordering the work:
 from __future__ import annotations
 
 import random
-from pathlib import Path
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, Sequence
+from pathlib import Path
+from typing import Protocol
 
 from .builds import Builder, BuildRecord
 from .errors import ReferenceFailed

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """What one evaluation says about a candidate relative to its reference."""
 
     GOOD = "good"  # no meaningful change from the reference
@@ -15,7 +15,7 @@ class Verdict(str, Enum):
     INCONCLUSIVE = "inconclusive"  # measured, but the sequential test hit its cap
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of a whole bisection. Exit codes live in cli.py."""
 
     CULPRIT_FOUND = "culprit_found"
@@ -24,7 +24,7 @@ class Status(str, Enum):
     ERROR = "error"
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     LOWER = "lower"  # lower is better (times)
     HIGHER = "higher"  # higher is better (throughput)
 

@@ -9,8 +9,8 @@ make the answer ambiguous, and the search says so instead of picking one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .model import Verdict
 

@@ -21,8 +21,8 @@ The rule (docs/statistics.md explains it at length):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import stats as sps
