@@ -45,7 +45,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int) -> None:
-    err.print(f"attrib: error: {message}", style="bold red", highlight=False, markup=False)
+    err.print(f"attrib: error: {message}", style="bold red", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -189,8 +189,10 @@ class _Writer:
         self.git("commit", "-q", "--allow-empty", "-m", subject, env=env)
         return self.git("rev-parse", "HEAD")
 
-    def churn(self, i: int) -> str:
+    def churn(self, i: int, keep_util: bool = False) -> str:
         subject = CHURN_SUBJECTS[self.rng.randrange(len(CHURN_SUBJECTS))]
+        if keep_util and subject.startswith("util"):
+            subject = "docs: note the work in progress"  # do not repair a planted build break
         if subject.startswith("docs"):
             notes = self.path / "NOTES.md"
             notes.write_text(notes.read_text() + f"- note {i}: {self.rng.random():.6f}\n")
@@ -226,14 +228,18 @@ def generate_tree(path: Path, spec: TreeSpec = TreeSpec()) -> GeneratedTree:
             sha = w.commit(f"util: start the checksum rewrite (#{i})")
         elif i == broken_to:
             w.write("util.c", UTIL_C.format(rev=i))
-            sha = w.commit(f"util: finish the checksum rewrite, builds again (#{i})")
+            if i in culprits:  # the fix also slows the kernel: the culprit hides behind the break
+                sha = w.slowdown(culprits[i], i)
+                tree.culprits.append(sha)
+            else:
+                sha = w.commit(f"util: finish the checksum rewrite, builds again (#{i})")
         elif i in culprits:
             sha = w.slowdown(culprits[i], i)
             tree.culprits.append(sha)
         elif i == spec.merge_at:
             sha = _merge_side_branch(w, spec, tree, i)
         else:
-            sha = w.churn(i)
+            sha = w.churn(i, keep_util=broken_from <= i < broken_to)
         if broken_from <= i < broken_to:
             tree.broken.append(sha)
     tree.bad = w.git("rev-parse", "HEAD")

@@ -187,6 +187,7 @@ class Bisection:
                 block_shift(
                     oriented_logs(runs[reference].samples, self.bench.direction),
                     oriented_logs(runs[candidate].samples, self.bench.direction),
+                    self.bench.block_statistic,
                 )
             )
             sigma = pooled_sigma([*history, diffs])

@@ -24,6 +24,7 @@ DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
 RUNNERS = ("command",)
+BLOCK_STATISTICS = ("faster_half", "all")  # docs/statistics.md: how a block is summarised
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    block_statistic: str = BLOCK_STATISTICS[0]
 
     def argv(self, reps: int | None = None) -> list[str]:
         n = str(self.reps if reps is None else reps)
@@ -124,6 +126,7 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "timeout_s": (_POS_NUM, False),
     "reps": (_POS_INT, False),
     "min_change_pct": (_POS_NUM, False),
+    "block_statistic": (_enum(BLOCK_STATISTICS), False),
 }
 
 
@@ -165,6 +168,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
+                block_statistic=bench_t.get("block_statistic", BLOCK_STATISTICS[0]),
             )
         )
     return Recipe(

@@ -1,0 +1,81 @@
+"""Shared fixtures: real git repositories with a real C benchmark, and the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attrib.demo import DEMO_RECIPE, GeneratedTree, TreeSpec, generate_tree
+
+# About 1 ms per repetition: small enough for a quick suite, long against timer resolution.
+TEST_WORK = 1_000_000
+
+
+@dataclass
+class CliRun:
+    code: int
+    stdout: str
+    stderr: str
+    result: dict[str, Any] | None
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None, timeout: float = 600) -> CliRun:
+    proc = subprocess.run(
+        [sys.executable, "-m", "attrib", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+    )
+    return CliRun(proc.returncode, proc.stdout, proc.stderr, None)
+
+
+@pytest.fixture
+def make_tree(tmp_path: Path):
+    def make(spec: TreeSpec, name: str = "repo") -> GeneratedTree:
+        return generate_tree(tmp_path / name, spec)
+
+    return make
+
+
+@pytest.fixture
+def demo_recipe(tmp_path: Path) -> Path:
+    path = tmp_path / "demo-cpu.toml"
+    path.write_text(DEMO_RECIPE)
+    return path
+
+
+@pytest.fixture
+def bisect(tmp_path: Path, demo_recipe: Path):
+    """Run `attrib bisect` on a tree; returns the CLI run with the parsed --json result."""
+
+    def run(tree: GeneratedTree, *extra: str | Path, recipe: Path | None = None, workdir: Path | None = None) -> CliRun:
+        out = tmp_path / "result.json"
+        out.unlink(missing_ok=True)
+        res = run_cli(
+            "bisect",
+            "--repo", tree.path,
+            "--good", tree.good,
+            "--bad", tree.bad,
+            "--recipe", recipe or demo_recipe,
+            "--workdir", workdir or tmp_path / "work",
+            "--json", out,
+            "--report", tmp_path / "report.md",
+            *extra,
+        )  # fmt: skip
+        if out.exists():
+            res.result = json.loads(out.read_text())
+        return res
+
+    return run
+
+
+def spec(**kw: Any) -> TreeSpec:
+    kw.setdefault("work_base", TEST_WORK)
+    return TreeSpec(**kw)

@@ -1,0 +1,185 @@
+"""End to end: real git repositories, a real C benchmark compiled with cc, the real CLI.
+
+Each scenario plants known culprits with attrib.demo and checks that `attrib bisect` names
+exactly those commits, with the exit code scripts rely on, within the build budget.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, spec
+
+pytestmark = pytest.mark.slow
+
+
+def _budget(n_commits: int) -> int:
+    return math.ceil(math.log2(n_commits)) + 4
+
+
+def _culprits(res) -> list[str]:
+    return [c["commit"] for c in res.result["culprits"]]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def test_one_culprit(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=48, culprits=((29, 10),), broken=(10, 13)))
+    before = (_git(tree.path, "status", "--porcelain"), _git(tree.path, "rev-parse", "HEAD"))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    r = res.result
+    assert r["schema"] == 1 and r["status"] == "culprit_found"
+    assert _culprits(res) == tree.culprits
+    culprit = r["culprits"][0]
+    assert len(culprit["commit"]) == 40 and culprit["ambiguous_with"] == []
+    assert culprit["confirmed"] is True
+    assert 5.0 < culprit["change_pct"] < 15.0
+    lo, hi = culprit["ci_pct"]
+    assert lo < culprit["change_pct"] < hi
+    assert r["builds"] <= _budget(48)
+    assert r["samples"] == sum(c["samples"] for c in r["commits"])
+    verdicts = {c["commit"]: c["verdict"] for c in r["commits"]}
+    assert verdicts[tree.good] == "good" and verdicts[tree.bad] == "bad"
+    assert verdicts[tree.culprits[0]] == "bad"
+    # The user's repository is untouched: same HEAD, clean tree, no worktrees registered in it.
+    assert (_git(tree.path, "status", "--porcelain"), _git(tree.path, "rev-parse", "HEAD")) == before
+    assert not (tree.path / ".git" / "worktrees").exists()
+    assert _git(tree.path, "worktree", "list").count("\n") == 1
+    report = (tmp_path / "report.md").read_text()
+    assert "Culprit found" in report and tree.culprits[0] in report
+    assert "## Tested commits" in report and "attrib bisect --repo" in report
+    assert "culprit: " + tree.culprits[0] in res.stdout
+
+
+def test_two_culprits_each_with_its_share(make_tree, bisect):
+    tree = make_tree(spec(commits=60, culprits=((17, 6), (44, 7)), broken=None))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    shares = [c["share"] for c in res.result["culprits"]]
+    assert all(0.2 < s < 0.8 for s in shares), shares
+    changes = [c["change_pct"] for c in res.result["culprits"]]
+    assert all(3.0 < c < 11.0 for c in changes), changes
+
+
+def test_no_regression_is_not_reproduced(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=40, culprits=(), broken=(5, 8)))
+    res = bisect(tree)
+    assert res.code == 10, res.stderr
+    assert res.result["status"] == "not_reproduced"
+    assert res.result["culprits"] == []
+    assert res.result["builds"] == 2  # good and bad only: nothing to search
+    assert "Not reproduced" in (tmp_path / "report.md").read_text()
+
+
+def test_build_break_next_to_culprit_is_reported_as_ambiguous(make_tree, bisect):
+    # Commits 20..23 do not build and the culprit is 24: which of them started it is unknowable.
+    tree = make_tree(spec(commits=40, culprits=((24, 10),), broken=(20, 24)))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    culprit = res.result["culprits"][0]
+    assert culprit["commit"] == tree.culprits[0]
+    assert set(culprit["ambiguous_with"]) <= set(tree.broken)
+    assert culprit["ambiguous_with"], "the skipped commits before the culprit must be named"
+    skipped = [c for c in res.result["commits"] if c["verdict"] == "skip"]
+    assert skipped and all(c["commit"] in tree.broken for c in skipped)
+    failures = res.result["build_failures"]
+    assert failures and all("does not compile" in f["log_tail"] or "error" in f["log_tail"] for f in failures)
+
+
+def test_build_break_away_from_culprit_is_skipped(make_tree, bisect):
+    tree = make_tree(spec(commits=64, culprits=((45, 10),), broken=(30, 35)))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    assert res.result["culprits"][0]["ambiguous_with"] == []
+    assert any(c["verdict"] == "skip" for c in res.result["commits"])
+    assert res.result["builds"] <= _budget(64)
+
+
+def test_culprit_inside_a_merge_is_named(make_tree, bisect):
+    tree = make_tree(spec(commits=40, culprits=(), broken=None, merge_at=25, side_commits=5, side_culprit=(3, 10)))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    assert res.result["culprits"][0]["via_merge"] == tree.merge
+
+
+def test_bimodal_interference_noise(make_tree, bisect):
+    # A quarter of the repetitions do 30 % more work: the classic "another job on the box" shape.
+    tree = make_tree(spec(commits=50, culprits=((33, 8),), broken=None, interfere_pct=25, interfere_extra_pct=30))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+
+
+def test_second_run_rebuilds_nothing(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=32, culprits=((20, 10),), broken=(8, 10)))
+    first = bisect(tree)
+    assert first.code == 0, first.stderr
+    assert first.result["builds_fresh"] == first.result["builds"] > 0
+    second = bisect(tree)
+    assert second.code == 0, second.stderr
+    assert second.result["builds_fresh"] == 0
+    assert second.result["builds_cached"] == second.result["builds"]
+    assert _culprits(second) == _culprits(first) == tree.culprits
+
+
+def test_build_timeout_is_a_skip_and_a_failing_benchmark_too(make_tree, tmp_path, bisect):
+    tree = make_tree(spec(commits=40, culprits=((26, 10),), broken=(18, 22)))
+    # The broken stretch hangs instead of failing (timeout), and commit 25's benchmark crashes.
+    crash_subject = _git(tree.path, "log", "--format=%s", "-1", f"{tree.culprits[0]}~1").strip()
+    recipe = tmp_path / "hang.toml"
+    recipe.write_text(
+        f"""
+schema = 1
+name = "hang"
+[build]
+commands = ["if grep -q 'does not compile' util.c; then sleep 60; fi", "make bench"]
+timeout_s = 2
+[[benchmark]]
+name = "loop"
+runner = "command"
+command = ["sh", "-c", "git log -1 --format=%s | grep -qF '{crash_subject}' && exit 3; exec ./bench {{reps}}"]
+"""
+    )
+    res = bisect(tree, recipe=recipe)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    reasons = [f["reason"] for f in res.result["build_failures"]]
+    assert reasons and all("timed out" in r for r in reasons)
+    # The crashing parent is a skip, so the culprit is ambiguous with it, never a wrong pick.
+    parent = _git(tree.path, "rev-parse", f"{tree.culprits[0]}~1").strip()
+    rows = {c["commit"]: c for c in res.result["commits"]}
+    if parent in rows:
+        assert rows[parent]["verdict"] == "skip"
+        assert rows[parent]["failed_runs"]
+        assert parent in res.result["culprits"][0]["ambiguous_with"]
+
+
+def test_report_rerenders_from_json(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=20, culprits=((12, 10),), broken=None))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    again = run_cli("report", tmp_path / "result.json", "--out", tmp_path / "again.md")
+    assert again.code == 0, again.stderr
+    assert (tmp_path / "again.md").read_text() == (tmp_path / "report.md").read_text()
+
+
+def test_compare_reproduces_the_culprit_step(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=16, culprits=((9, 10),), broken=None))
+    res = bisect(tree)
+    assert res.code == 0, res.stderr
+    cmd = res.result["culprits"][0]["reproduce"].split()
+    assert cmd[:2] == ["attrib", "compare"]
+    again = run_cli(*cmd[1:], "--workdir", tmp_path / "work")
+    assert again.code == 0, again.stderr
+    assert again.stdout.startswith("bad:")
+    same = run_cli(*cmd[1:-2], "--workdir", tmp_path / "work", tree.good, f"{tree.culprits[0]}~1")
+    assert same.code == 10, same.stdout + same.stderr
