@@ -242,7 +242,8 @@ class Bisection:
             for c in culprits
             for a in c.ambiguous_with
         )
-        status = Status.INCONCLUSIVE if undecided or not culprits else Status.CULPRIT_FOUND
+        unconfirmed = any(not c.confirmed for c in culprits)
+        status = Status.INCONCLUSIVE if undecided or unconfirmed or not culprits else Status.CULPRIT_FOUND
         return self._outcome(status, good, bad, culprits, preflight)
 
     def find_culprits(self, chain: list[str], reference: str, known_bad: Comparison | None) -> list[Culprit]:

@@ -41,6 +41,7 @@ SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound
 
 @dataclass(frozen=True)
 class TestConfig:
+    __test__ = False  # not a pytest class, despite the name
     alpha: float = DEFAULT_ALPHA
     beta: float = DEFAULT_BETA
     min_rounds: int = DEFAULT_MIN_ROUNDS
