@@ -17,7 +17,9 @@ class InputError(AttribError):
 
 class RecipeError(InputError):
     def __init__(self, path: object, key: str, expected: str) -> None:
-        where = f"{path}: key '{key}'" if key else f"{path}"
+        # Escape the key: a quoted TOML key may hold a newline, and the message is one line.
+        shown = key.encode("unicode_escape").decode("ascii")
+        where = f"{path}: key '{shown}'" if key else f"{path}"
         super().__init__(f"{where}: {expected}")
         self.path, self.key = path, key
 

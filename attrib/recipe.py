@@ -103,7 +103,7 @@ def _enum(values: tuple[str, ...]) -> Check:
 
 
 _TOP: dict[str, tuple[Check, bool]] = {
-    "schema": ((lambda v: v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
+    "schema": ((lambda v: type(v) is int and v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
     "name": (_STR, True),
     "description": (_OPT_STR, False),
     "build": ((lambda v: isinstance(v, dict), "a table [build]"), True),
