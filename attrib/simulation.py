@@ -1,0 +1,189 @@
+"""Simulated commit histories and benchmark runs with known truth.
+
+The engine is fed through the same edges it uses for real (history: `info`,
+`first_parent_chain`, `merge_base`; builder: `build`; runner: `run`), so the scenario benchmark
+(benchmarks/scenarios.py) and the tests exercise attrib's real search and statistics. Noise
+models are the shapes GPU and CPU timings really show (docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .builds import BuildRecord
+from .model import CommitInfo
+from .runners import RunResult
+
+NOISE_MODELS = ("gaussian", "lognormal", "heavy", "bimodal", "drift")
+
+
+@dataclass
+class SimHistory:
+    """A main line c000..cNNN (c000 = good), optionally with merged side lines."""
+
+    levels: dict[str, float]  # log level of each commit: where its samples are centred
+    parents: dict[str, tuple[str, ...]]
+    main: list[str]
+    broken: set[str] = field(default_factory=set)
+    culprits: list[str] = field(default_factory=list)  # the truth, in history order
+
+    @property
+    def good(self) -> str:
+        return self.main[0]
+
+    @property
+    def bad(self) -> str:
+        return self.main[-1]
+
+    def info(self, sha: str) -> CommitInfo:
+        return CommitInfo(sha, "t" + sha, f"change {sha}", "A U Thor", "a@example.com", "2026-01-01", self.parents[sha])
+
+    def first_parent_chain(self, good: str, bad: str) -> list[str]:
+        ancestors = self._ancestors(good)
+        chain, cur = [], bad
+        while cur not in ancestors:
+            chain.append(cur)
+            cur = self.parents[cur][0]
+        return chain[::-1]
+
+    def merge_base(self, a: str, b: str) -> str:
+        ancestors = self._ancestors(a)
+        cur = b
+        while cur not in ancestors:
+            cur = self.parents[cur][0]
+        return cur
+
+    def _ancestors(self, sha: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [sha]
+        while todo:
+            s = todo.pop()
+            if s not in seen:
+                seen.add(s)
+                todo.extend(self.parents[s])
+        return seen
+
+
+def linear_history(n: int, steps: dict[int, float], broken: set[int] | frozenset[int] = frozenset()) -> SimHistory:
+    """n commits after the good one; steps maps a position to its change in percent."""
+    levels: dict[str, float] = {}
+    parents: dict[str, tuple[str, ...]] = {}
+    main: list[str] = []
+    level = 0.0
+    for i in range(n + 1):
+        sha = f"c{i:03d}"
+        level += math.log1p(steps.get(i, 0.0) / 100)
+        levels[sha] = level
+        parents[sha] = (main[-1],) if main else ()
+        main.append(sha)
+    culprits = [main[i] for i in sorted(steps) if steps[i] != 0]
+    return SimHistory(levels, parents, main, {main[i] for i in broken}, culprits)
+
+
+class SimBuilder:
+    """Builds succeed except for the history's broken commits; counts what it was asked."""
+
+    def __init__(self, history: SimHistory) -> None:
+        self.history = history
+        self.fresh_builds = 0
+
+    def build(self, info: CommitInfo) -> BuildRecord:
+        self.fresh_builds += 1
+        ok = info.sha not in self.history.broken
+        reason = "" if ok else "exit 2 from `make` (simulated)"
+        return BuildRecord("k" + info.sha, info.sha, info.tree, ok, reason, "/dev/null", f"/sim/{info.sha}", 0.0)
+
+
+@dataclass
+class NoiseModel:
+    """Per-sample noise around a commit's level; `sigma` is the log-space scale."""
+
+    kind: str = "gaussian"
+    sigma: float = 0.01
+    interfere: float = 0.25  # bimodal: fraction of samples slowed
+    interfere_size: float = 0.30  # bimodal: by this much
+    drift_per_run: float = 0.0  # drift: log-level change of the machine per run
+    fail_rate: float = 0.0  # fraction of runs that crash
+
+    def samples(self, rng: np.random.Generator, level: float, reps: int, clock: int) -> np.ndarray:
+        if self.kind in ("gaussian", "drift"):
+            noise = rng.normal(0.0, self.sigma, reps)
+        elif self.kind == "lognormal":
+            # right-skewed even in log space: most samples near the floor, a long slow tail
+            noise = self.sigma * (rng.lognormal(0.0, 0.75, reps) - 1.0)
+        elif self.kind == "heavy":
+            noise = self.sigma * rng.standard_t(2.5, reps) / math.sqrt(2.5 / 0.5)
+            noise += np.where(rng.random(reps) < 0.03, math.log(3.0), 0.0)  # rare 3x outliers
+        elif self.kind == "bimodal":
+            noise = rng.normal(0.0, self.sigma, reps)
+            noise += np.where(rng.random(reps) < self.interfere, math.log1p(self.interfere_size), 0.0)
+        else:
+            raise ValueError(f"unknown noise model {self.kind!r}; expected one of {NOISE_MODELS}")
+        return np.exp(level + clock * self.drift_per_run + noise) * 1e-3
+
+
+class SimRunner:
+    """Blocks of `reps` samples around the commit's level, drawn from a seeded noise model."""
+
+    def __init__(self, history: SimHistory, noise: NoiseModel, seed: int, reps: int = 10) -> None:
+        self.history = history
+        self.noise = noise
+        self.reps = reps
+        self.rng = np.random.default_rng(seed)
+        self.clock = 0  # runs so far: drift is a function of time, and time is runs here
+        self.samples = 0
+
+    def run(self, checkout: Path) -> RunResult:
+        self.clock += 1
+        if self.noise.fail_rate and self.rng.random() < self.noise.fail_rate:
+            return RunResult((), "exit 139: segmentation fault (simulated)", 0.0)
+        level = self.history.levels[checkout.name]
+        values = self.noise.samples(self.rng, level, self.reps, self.clock)
+        self.samples += values.size
+        return RunResult(tuple(float(v) for v in values), "", 0.0)
+
+
+@dataclass(frozen=True)
+class SimOutcome:
+    """What the scenario benchmark scores: the named culprits and what it cost."""
+
+    status: str
+    culprits: tuple[str, ...]
+    ambiguous: tuple[tuple[str, ...], ...]  # per culprit, the commits it is ambiguous with
+    builds: int
+    samples: int
+    runs: int
+    outcome: object  # the engine's Outcome, for deeper checks
+
+
+def run_simulated(
+    history: SimHistory,
+    noise: NoiseModel,
+    seed: int,
+    config: object | None = None,
+    min_change_pct: float = 2.0,
+    reps: int = 10,
+) -> SimOutcome:
+    """attrib's real engine on a simulated history: the function benchmarks and tests call."""
+    from .engine import Bisection
+    from .recipe import BenchmarkSpec
+    from .stats import TestConfig
+
+    bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
+    builder = SimBuilder(history)
+    runner = SimRunner(history, noise, seed, reps=reps)
+    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed)  # type: ignore[arg-type]
+    out = engine.run(history.good, history.bad)
+    return SimOutcome(
+        status=out.status.value,
+        culprits=tuple(c.commit for c in out.culprits),
+        ambiguous=tuple(c.ambiguous_with for c in out.culprits),
+        builds=builder.fresh_builds,
+        samples=runner.samples,
+        runs=runner.clock,
+        outcome=out,
+    )
