@@ -126,19 +126,27 @@ def bisect(
     min_rounds: int = MinRoundsOpt,
     max_rounds: int = MaxRoundsOpt,
     seed: int = SeedOpt,
+    jobs: int = typer.Option(1, "--jobs", help="Commits proposed, built and measured per search step."),
+    verify: str = typer.Option(
+        "confirm", "--verify", help="confirm: re-measure culprit^ vs culprit (always on); revert: also revert it on bad."
+    ),
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
     10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
-    from .session import plan, run_bisect
+    from .session import VERIFY_MODES, plan, run_bisect
 
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
+        if verify not in VERIFY_MODES:
+            raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
+        if jobs < 1:
+            raise InputError(f"--jobs {jobs}: expected a positive integer")
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, config, seed, progress)
+            result = run_bisect(p, config, seed, progress, jobs=jobs, verify=verify)
         return _emit(result, json_out, report_out)
 
     _guard(go)
@@ -234,7 +242,7 @@ def demo(
         p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, TestConfig(), seed, progress)
+            result = run_bisect(p, TestConfig(), seed, progress, verify="revert")
         code = _emit(result, directory / "result.json", directory / "report.md")
         found = [c["commit"] for c in result["culprits"]]
         typer.echo("the planted culprit was " + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})"))

@@ -86,6 +86,14 @@ class GitRepo:
         )
 
 
+_ATTRIB_IDENTITY = {
+    "GIT_AUTHOR_NAME": "attrib",
+    "GIT_AUTHOR_EMAIL": "attrib@localhost",
+    "GIT_COMMITTER_NAME": "attrib",
+    "GIT_COMMITTER_EMAIL": "attrib@localhost",
+}
+
+
 def default_workdir(repo_path: Path) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attrib"
     digest = hashlib.sha256(str(repo_path.resolve()).encode()).hexdigest()[:12]
@@ -116,6 +124,29 @@ class Mirror:
         self.discard(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.git.worktree("add", "--detach", "--force", str(path), sha)
+
+    def revert(self, culprit: str, onto: str, scratch: Path) -> str | None:
+        """A commit that reverts `culprit` on top of `onto`, kept under refs/attrib/ in the
+        mirror (never in the user's repository); None when the revert does not apply cleanly."""
+        ref = f"refs/attrib/revert/{culprit}-{onto}"
+        try:
+            return str(self.git.rev_parse("--verify", "--quiet", ref)).strip()
+        except git.GitCommandError:
+            pass
+        self.checkout(onto, scratch)
+        try:
+            wt = git.Repo(scratch).git
+            parents = str(wt.rev_list("--parents", "-n", "1", culprit)).split()
+            args = ["--no-edit", *(["-m", "1"] if len(parents) > 2 else []), culprit]
+            try:
+                wt.revert(*args, env=_ATTRIB_IDENTITY)
+            except git.GitCommandError:
+                return None
+            sha = str(wt.rev_parse("HEAD")).strip()
+            self.git.update_ref(ref, sha)
+            return sha
+        finally:
+            self.discard(scratch)
 
     def discard(self, path: Path) -> None:
         if path.exists():

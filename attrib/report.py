@@ -21,6 +21,21 @@ def _fmt_value(v: float | None, unit: str) -> str:
     return f"{v:.4g} {unit}"
 
 
+def _revert_text(rv: dict[str, Any]) -> str:
+    ref = f"`{rv['reverted_commit'][:10]}`" if rv.get("reverted_commit") else "the revert"
+    if rv["status"] in ("recovered", "not_recovered", "inconclusive"):
+        change = f"{rv['bad_vs_reverted_pct']:+.2f} % {_fmt_ci(rv['ci_pct'])}" if rv["bad_vs_reverted_pct"] is not None else "n/a"
+        verdict = {
+            "recovered": "the regression goes away when this commit is reverted",
+            "not_recovered": "reverting this commit does NOT remove the regression",
+            "inconclusive": "undecided at the cap",
+        }[rv["status"]]
+        return f"{verdict}: bad vs bad-with-revert ({ref}) {change} over {rv['rounds']} rounds"
+    return {"conflict": "skipped: the revert conflicts", "build_failed": "skipped: the reverted tree does not build"}.get(
+        rv["status"], "skipped"
+    ) + (f" ({rv['detail']})" if rv.get("detail") else "")
+
+
 def headline(result: dict[str, Any]) -> str:
     status, bench = result["status"], result["benchmark"]
     culprits = result["culprits"]
@@ -53,9 +68,27 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"total change {result['total_change_pct']:+.2f} % {_fmt_ci(result['total_ci_pct'])} "
         f"({'lower' if result['direction'] == 'lower' else 'higher'} is better)",
         f"- cost: {result['builds']} builds ({result['builds_fresh']} fresh), {result['samples']} samples, "
-        f"{result['wall_s']:.1f} s",
-        "",
+        f"{result.get('rounds', 0)} rounds, {result['wall_s']:.1f} s",
     ]
+    for d in result.get("drift", []):
+        out.append(
+            f"- drift: the {d['role']} reference `{d['commit'][:10]}` moved {d['change_pct']:+.2f} % between its first "
+            f"and last blocks ({d['blocks']} blocks); every comparison is paired within a round, so this cancels"
+        )
+    excluded = result.get("excluded_samples") or {}
+    if excluded:
+        reasons = ", ".join(f"{why}: {n}" for why, n in sorted(excluded.items(), key=lambda kv: -kv[1]))
+        out.append(f"- excluded samples: {sum(excluded.values())} flagged as disturbed by the benchmark ({reasons})")
+    out.append("")
+    for u in result.get("unresolved", []):
+        out += [
+            f"## Unresolved: `{u['last_good'][:10]}`..`{u['first_bad'][:10]}` ({len(u['commits'])} commits)",
+            "",
+            f"- the change is in this range: {', '.join(f'`{c[:10]}`' for c in u['commits'])}",
+            f"- why it is not pinned down: {u['why']}",
+            f"- what would resolve it: {u['resolve']}",
+            "",
+        ]
     for c in result["culprits"]:
         out += [f"## Culprit `{c['commit'][:10]}`: {c['subject']}", ""]
         out += [
@@ -66,6 +99,14 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"- confirmed by a paired comparison against `{c['compared_with'][:10]}`: "
             f"{'yes' if c['confirmed'] else 'no'} ({c['confirmation']['rounds']} rounds, verdict {c['confirmation']['verdict']})",
         ]
+        if c.get("posterior") is not None:
+            line = f"- confidence: posterior probability {c['posterior']:.3f} that this exact commit is the change"
+            if c["ambiguous_with"]:
+                line += f" ({c['range_posterior']:.3f} that it is this commit or one of the untestable ones before it)"
+            out.append(line)
+        rv = c.get("revert")
+        if rv:
+            out.append("- revert check: " + _revert_text(rv))
         if c.get("via_merge"):
             out.append(f"- brought in by the merge `{c['via_merge'][:10]}`")
         if c["ambiguous_with"]:

@@ -8,17 +8,19 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
+import math
 import os
 import platform
 import shlex
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .engine import Comparison, Outcome
+from .engine import Comparison, Outcome, RevertCheck
 from .model import Direction, Verdict
 from .recipe import BenchmarkSpec, Recipe
 from .stats import TestConfig, to_pct
@@ -39,6 +41,8 @@ class RunContext:
     workdir: Path
     wall_s: float
     builds_fresh: int
+    jobs: int = 1
+    verify: str = "confirm"
 
 
 def _pct_ci(comp: Comparison, direction: Direction) -> tuple[float, list[float]]:
@@ -61,6 +65,25 @@ def comparison_json(comp: Comparison, direction: Direction) -> dict[str, Any]:
         "sigma": comp.sigma,
         "reason": comp.reason,
         "shifts": [round(d, 6) for d in comp.diffs],
+    }
+
+
+def _prob(p: float) -> float | None:
+    return None if math.isnan(p) else round(p, 4)
+
+
+def _revert_json(check: RevertCheck | None, direction: Direction) -> dict[str, Any] | None:
+    if check is None:
+        return None
+    comp = check.comparison
+    return {
+        "status": check.status,
+        "reverted_commit": check.reverted,
+        "detail": check.detail,
+        # bad against the reverted build: how much of the regression the revert takes away
+        "bad_vs_reverted_pct": _pct_ci(comp, direction)[0] if comp and comp.diffs else None,
+        "ci_pct": _pct_ci(comp, direction)[1] if comp and comp.diffs else None,
+        "rounds": len(comp.diffs) if comp else 0,
     }
 
 
@@ -94,6 +117,10 @@ def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
         "--executor", ctx.executor,
         "--seed", str(ctx.seed),
     ]  # fmt: skip
+    if ctx.jobs > 1:
+        argv += ["--jobs", str(ctx.jobs)]
+    if ctx.verify != "confirm":
+        argv += ["--verify", ctx.verify]
     return shlex.join(argv)
 
 
@@ -136,6 +163,9 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
                 "confirmed": c.confirmed,
                 "confirmation": comparison_json(c.confirmation, direction),
                 "via_merge": c.via_merge,
+                "posterior": _prob(c.posterior),
+                "range_posterior": _prob(c.range_posterior),
+                "revert": _revert_json(c.revert, direction),
                 "reproduce": compare_command(ctx, c.last_good, c.commit),
             }
         )
@@ -186,6 +216,9 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
         for sha, rec in outcome.commits.items()
         if rec.build is not None and not rec.build.ok
     ]
+    excluded: Counter[str] = Counter()
+    for rec in outcome.commits.values():
+        excluded.update(rec.excluded)
     recipe_bytes = ctx.recipe.path.read_bytes() if ctx.recipe.path.exists() else b""
     built = [r for r in outcome.commits.values() if r.build is not None]
     return {
@@ -210,6 +243,27 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
         "build_failures": failures,
         "comparisons": [comparison_json(c, direction) for c in outcome.comparisons],
         "notes": list(outcome.notes),
+        "unresolved": [
+            {
+                "last_good": u.last_good,
+                "first_bad": u.first_bad,
+                "commits": list(u.commits),
+                "why": u.why,
+                "resolve": u.resolve,
+            }
+            for u in outcome.unresolved
+        ],
+        "drift": [
+            {
+                "commit": d.commit,
+                "role": "good" if d.commit == outcome.good else "bad" if d.commit == outcome.bad else "culprit",
+                "blocks": d.blocks,
+                "change_pct": round(d.change_pct, 3),
+            }
+            for d in outcome.drift
+        ],
+        "excluded_samples": dict(excluded),
+        "rounds": outcome.rounds,
         "reproduce": reproduce_command(ctx, outcome.good, outcome.bad),
         "settings": {
             "alpha": ctx.config.alpha,
@@ -220,6 +274,8 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
             "reps": ctx.bench.reps,
             "seed": ctx.seed,
             "executor": ctx.executor,
+            "jobs": ctx.jobs,
+            "verify": ctx.verify,
         },
         "recipe": {
             "path": str(ctx.recipe.path),

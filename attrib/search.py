@@ -70,3 +70,55 @@ def next_probe(verdicts: Sequence[Verdict | None]) -> int | None:
         return (-round(_split_bits(i, lo, hi) * odds, 9), abs(i - middle), i)
 
     return min(open_positions, key=value)
+
+
+def change_posterior(
+    n: int,
+    tests: Sequence[tuple[int, float]],
+    steps: Sequence[tuple[int, int, float]] = (),
+) -> list[float]:
+    """Posterior over where the change is in a segment of positions 0..n.
+
+    Hypothesis k (1..n): positions >= k are bad-like, positions < k good-like; prior uniform.
+    `tests` are (position, LLR) of comparisons against the segment's reference, where LLR is
+    log f(data | bad-like) / f(data | good-like); `steps` are (a, b, LLR) of direct
+    comparisons b vs a, evidence that the change lies in (a, b]. Returns a list of n + 1
+    probabilities, index 0 always 0. Untested (skipped) positions share the mass between
+    their tested neighbours, which is exactly the ambiguity the report names.
+    """
+    if n < 1:
+        raise ValueError("a segment has at least one candidate position")
+    log_post = [0.0] * (n + 1)
+    for pos, llr in tests:
+        for k in range(1, min(pos, n) + 1):  # hypotheses under which `pos` is bad-like
+            log_post[k] += llr
+    for a, b, llr in steps:
+        for k in range(a + 1, min(b, n) + 1):
+            log_post[k] += llr
+    top = max(log_post[1:])
+    weights = [0.0] + [math.exp(v - top) for v in log_post[1:]]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def posterior_quantiles(posterior: Sequence[float], k: int, candidates: Sequence[int]) -> list[int]:
+    """Up to k distinct candidate positions at the posterior's quantiles i/(k+1).
+
+    With k parallel workers this tests where the change most likely splits (Flake Aware
+    Culprit Finding, ICST 2023); with k = 1 it is the posterior median."""
+    pool = sorted(set(candidates))
+    if not pool:
+        return []
+    cdf, acc = [], 0.0
+    for p in posterior:
+        acc += p
+        cdf.append(acc)
+    chosen: list[int] = []
+    for i in range(1, k + 1):
+        q = i / (k + 1)
+        target = next((pos for pos, c in enumerate(cdf) if c >= q), len(cdf) - 1)
+        # the change at `target` means target-1 is good and target bad: probe just below it
+        best = min((p for p in pool if p not in chosen), key=lambda p: (abs(p - (target - 0.5)), p), default=None)
+        if best is not None:
+            chosen.append(best)
+    return sorted(chosen)

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from .builds import Builder
-from .engine import Bisection, Events
+from .engine import Bisection, Events, Reverter
 from .errors import InputError, RepoError
-from .executors import EXECUTORS, Executor, make_executor
+from .executors import EXECUTORS, make_executor
 from .fsutil import file_lock
 from .gitrepo import GitRepo, Mirror, default_workdir
+from .model import CommitInfo
 from .recipe import BenchmarkSpec, Recipe, load_recipe
 from .result import RESULT_SCHEMA, RunContext, build_result, comparison_json
 from .runners.command import CommandRunner
@@ -56,20 +57,42 @@ def plan(
     return Plan(repo, good, bad, recipe, bench, executor, workdir or default_workdir(repo.path))
 
 
-def _tools(p: Plan) -> tuple[Executor, Builder, CommandRunner]:
+def _tools(p: Plan) -> tuple[Mirror, Builder, CommandRunner]:
     p.workdir.mkdir(parents=True, exist_ok=True)
     with file_lock(p.workdir / "locks" / "mirror.lock"):
         mirror = Mirror(p.workdir, p.repo)
     executor = make_executor(p.executor_name)
     builder = Builder(p.workdir, mirror, executor, p.recipe.build)
-    return executor, builder, CommandRunner(executor, p.bench)
+    return mirror, builder, CommandRunner(executor, p.bench)
 
 
-def run_bisect(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+def _reverter(p: Plan, mirror: Mirror) -> Reverter:
+    mirror_repo = GitRepo(mirror.path)
+
+    def revert(culprit: str, onto: str) -> CommitInfo | None:
+        with file_lock(p.workdir / "locks" / "mirror.lock"):
+            sha = mirror.revert(culprit, onto, p.workdir / "scratch" / f"revert-{culprit[:12]}")
+        return None if sha is None else mirror_repo.info(sha)
+
+    return revert
+
+
+VERIFY_MODES = ("confirm", "revert")
+
+
+def run_bisect(
+    p: Plan, config: TestConfig, seed: int, events: Events | None, *, jobs: int = 1, verify: str = "confirm"
+) -> dict[str, Any]:
+    if verify not in VERIFY_MODES:
+        raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
+    if jobs < 1:
+        raise InputError(f"--jobs {jobs}: expected a positive integer")
     start = time.monotonic()
-    _, builder, runner = _tools(p)
-    engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
-    outcome = engine.run(p.good, p.bad)
+    mirror, builder, runner = _tools(p)
+    engine = Bisection(
+        p.repo, builder, runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
+    )
+    outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
     ctx = RunContext(
         repo=p.repo.path,
         recipe=p.recipe,
@@ -80,6 +103,8 @@ def run_bisect(p: Plan, config: TestConfig, seed: int, events: Events | None) ->
         workdir=p.workdir,
         wall_s=time.monotonic() - start,
         builds_fresh=builder.fresh_builds,
+        jobs=jobs,
+        verify=verify,
     )
     return build_result(outcome, ctx)
 

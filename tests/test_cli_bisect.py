@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, spec
 
+from attrib.demo import DEMO_RECIPE
+
 pytestmark = pytest.mark.slow
 
 
@@ -183,3 +185,41 @@ def test_compare_reproduces_the_culprit_step(make_tree, bisect, tmp_path):
     assert again.stdout.startswith("bad:")
     same = run_cli(*cmd[1:-2], "--workdir", tmp_path / "work", tree.good, f"{tree.culprits[0]}~1")
     assert same.code == 10, same.stdout + same.stderr
+
+
+def test_verify_revert_recovers_and_a_conflict_is_skipped(make_tree, bisect, tmp_path):
+    # Both culprits edit the same line of params.h: reverting the first on top of bad conflicts,
+    # reverting the second applies and must take its slowdown away.
+    tree = make_tree(spec(commits=40, culprits=((12, 6), (29, 8)), broken=None))
+    res = bisect(tree, "--verify", "revert")
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    first, second = res.result["culprits"]
+    assert first["revert"]["status"] == "conflict"
+    assert second["revert"]["status"] == "recovered"
+    assert second["revert"]["bad_vs_reverted_pct"] > 3.0
+    report = (tmp_path / "report.md").read_text()
+    assert "revert check: the regression goes away" in report and "skipped: the revert conflicts" in report
+    assert second["posterior"] > 0.9
+    # The revert commit lives in attrib's mirror, never in the user's repository.
+    assert _git(tree.path, "for-each-ref", "refs/attrib") == ""
+    assert _git(tree.path, "status", "--porcelain") == ""
+
+
+def test_samples_flagged_disturbed_are_excluded_and_counted(make_tree, bisect, tmp_path):
+    tree = make_tree(spec(commits=20, culprits=((11, 10),), broken=None))
+    recipe = tmp_path / "flag.toml"
+    recipe.write_text(
+        DEMO_RECIPE.replace(
+            'command = ["./bench", "{reps}"]',
+            'command = ["sh", "-c", "./bench {reps}; echo 0.5 disturbed: sm clock throttled; echo 9 disturbed"]',
+        )
+    )
+    res = bisect(tree, recipe=recipe)
+    assert res.code == 0, res.stderr
+    assert _culprits(res) == tree.culprits
+    excluded = res.result["excluded_samples"]
+    runs = sum(c["samples"] for c in res.result["commits"]) // 10
+    assert excluded["sm clock throttled"] >= runs > 0
+    assert excluded["flagged by the benchmark"] == excluded["sm clock throttled"]
+    assert "excluded samples" in (tmp_path / "report.md").read_text()

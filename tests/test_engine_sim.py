@@ -89,3 +89,63 @@ def test_sub_threshold_step_is_never_claimed_wrongly():
         out, _ = bisect(hist, seed)
         if out.status is Status.CULPRIT_FOUND:
             assert [c.commit for c in out.culprits] == [hist.main[22]], seed
+
+
+def _run(hist: SimHistory, seed: int, noise: NoiseModel, jobs: int = 1, config: TestConfig | None = None):
+    builder = SimBuilder(hist)
+    runner = SimRunner(hist, noise, seed)
+    engine = Bisection(hist, builder, runner, BENCH, config or TestConfig(), seed, jobs=jobs)
+    return engine.run(hist.good, hist.bad), builder, runner
+
+
+def test_parallel_probes_find_the_same_culprit_in_fewer_rounds():
+    rounds = {1: [], 4: []}
+    for seed in range(8):
+        hist = linear_history(120, {77: 6.0})
+        for jobs in rounds:
+            out, _, _ = _run(hist, seed, NoiseModel("gaussian", sigma=0.01), jobs=jobs)
+            assert [c.commit for c in out.culprits] == hist.culprits, (seed, jobs)
+            rounds[jobs].append(out.rounds)
+    assert sum(rounds[4]) < sum(rounds[1]), rounds
+
+
+def test_posterior_is_high_for_a_clean_culprit_and_split_over_skips():
+    out, _, _ = _run(linear_history(60, {30: 8.0}), 2, NoiseModel("gaussian", sigma=0.01))
+    assert out.culprits[0].posterior > 0.99
+    hist = linear_history(60, {30: 8.0}, broken={28, 29})
+    out, _, _ = _run(hist, 2, NoiseModel("gaussian", sigma=0.01))
+    (c,) = out.culprits
+    assert set(c.ambiguous_with) == {"c028", "c029"}
+    assert c.range_posterior > 0.99
+    assert 0.2 < c.posterior < 0.5  # three commits share the mass, none is known better
+
+
+def test_drift_during_the_bisection_is_reported_and_cancels():
+    # The machine slows by 0.02 % per run: over a bisection that is several percent.
+    hist = linear_history(80, {50: 5.0})
+    out, _, runner = _run(hist, 4, NoiseModel("drift", sigma=0.01, drift_per_run=0.0002))
+    assert [c.commit for c in out.culprits] == hist.culprits
+    good_drift = next(d for d in out.drift if d.commit == hist.good)
+    expected = (math.exp(0.0002 * runner.clock) - 1) * 100
+    assert good_drift.change_pct > 0.3 * expected > 0.5
+
+
+def test_inconclusive_names_the_range_and_what_would_resolve_it():
+    # A 1 % step with a 2 % minimum and a tight cap: the boundary cannot be settled.
+    config = TestConfig(max_rounds=8)
+    seen = 0
+    for seed in range(12):
+        out, _, _ = _run(linear_history(30, {15: 2.0}), seed, NoiseModel("gaussian", sigma=0.03), config=config)
+        if out.status is Status.INCONCLUSIVE:
+            seen += 1
+            assert out.unresolved, "an inconclusive outcome names its range"
+            u = out.unresolved[0]
+            assert u.why and u.resolve and u.commits
+    assert seen > 0
+
+
+def test_rare_failed_runs_do_not_end_the_bisection():
+    hist = linear_history(60, {21: 6.0})
+    out, _, _ = _run(hist, 9, NoiseModel("gaussian", sigma=0.01, fail_rate=0.05))
+    assert [c.commit for c in out.culprits] == hist.culprits
+    assert any(rec.failed_runs for rec in out.commits.values())

@@ -257,3 +257,28 @@ def test_a_broken_stretch_away_from_the_culprit_costs_few_builds() -> None:
     print(f"\n[search] builds spent in a broken stretch clear of the culprit (mean): {mean}")
     assert mean["next_probe"] <= 1.0
     assert mean["next_probe"] < 0.7 * mean["nearest_untested"]
+
+
+def test_change_posterior_follows_the_evidence() -> None:
+    from attrib.search import change_posterior
+
+    post = change_posterior(8, [(4, -4.6), (5, 4.6), (6, 4.6)], [(4, 5, 10.0)])
+    assert post[0] == 0.0 and abs(sum(post) - 1.0) < 1e-12
+    assert post[5] > 0.999
+    # Without tests there is no evidence: uniform.
+    flat = change_posterior(4, [])
+    assert flat[1:] == [0.25] * 4
+    # Untested positions between a good and a bad test share the mass equally.
+    split = change_posterior(10, [(3, -20.0), (7, 20.0)])
+    assert [round(p, 6) for p in split[4:8]] == [0.25] * 4
+
+
+def test_posterior_quantiles_spread_parallel_probes() -> None:
+    from attrib.search import posterior_quantiles
+
+    uniform = [0.0] + [1 / 63] * 63
+    assert posterior_quantiles(uniform, 1, range(1, 63)) == [31]
+    three = posterior_quantiles(uniform, 3, range(1, 63))
+    assert three == sorted(set(three)) and len(three) == 3
+    assert three[0] < 21 < three[1] < 42 < three[2]
+    assert posterior_quantiles(uniform, 4, [5, 6]) == [5, 6]

@@ -12,6 +12,7 @@ class RunResult:
     samples: tuple[float, ...]
     error: str  # empty when the run is usable
     duration_s: float
+    excluded: tuple[str, ...] = ()  # one reason per sample the runner flagged as disturbed
 
     @property
     def ok(self) -> bool:

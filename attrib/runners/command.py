@@ -5,6 +5,7 @@ positive and finite, because attrib compares ratios (docs/recipes.md)."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from ..executors import Executor
@@ -14,20 +15,38 @@ from . import RunResult
 ERROR_TAIL_CHARS = 300
 
 
-def parse_samples(stdout: str) -> tuple[list[float], str]:
-    """(samples, error). Lines that are not numbers are ignored, as the recipe contract says."""
+# "<number> disturbed" or "<number> disturbed: <reason>": a sample the benchmark itself flags
+# (a throttled clock, a preempted repetition); it is excluded and counted by reason.
+_DISTURBED = re.compile(r"^\s*(\S+)\s+disturbed(?::\s*(.*\S))?\s*$")
+
+
+def parse_samples(stdout: str) -> tuple[list[float], list[str], str]:
+    """(samples, excluded reasons, error). Lines that are not numbers are ignored, as the
+    recipe contract says; a number followed by `disturbed[: reason]` is excluded and counted."""
     samples: list[float] = []
+    excluded: list[str] = []
     for line in stdout.splitlines():
-        try:
-            value = float(line.strip())
-        except ValueError:
+        flagged = _DISTURBED.match(line)
+        if flagged and _number(flagged.group(1)) is not None:
+            excluded.append(flagged.group(2) or "flagged by the benchmark")
+            continue
+        value = _number(line.strip())
+        if value is None:
             continue
         if not math.isfinite(value) or value <= 0:
-            return samples, f"sample {line.strip()!r} is not a positive finite number"
+            return samples, excluded, f"sample {line.strip()!r} is not a positive finite number"
         samples.append(value)
     if not samples:
-        return samples, "printed no samples (no stdout line parses as a number)"
-    return samples, ""
+        why = f"all {len(excluded)} samples were flagged disturbed" if excluded else "no stdout line parses as a number"
+        return samples, excluded, f"printed no usable samples ({why})"
+    return samples, excluded, ""
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 class CommandRunner:
@@ -42,5 +61,5 @@ class CommandRunner:
         if res.returncode != 0:
             tail = res.stderr.strip()[-ERROR_TAIL_CHARS:]
             return RunResult((), f"exit {res.returncode}: {tail}" if tail else f"exit {res.returncode}", res.duration_s)
-        samples, error = parse_samples(res.stdout)
-        return RunResult(tuple(samples) if not error else (), error, res.duration_s)
+        samples, excluded, error = parse_samples(res.stdout)
+        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded))
