@@ -101,7 +101,7 @@ def _plain(markdown: str) -> str:
 RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect.")
 RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
-ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local.")
+ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local or docker.")
 WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs [default: ~/.cache/attrib/<repo>].")
 AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
 BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
@@ -247,6 +247,29 @@ def demo(
         found = [c["commit"] for c in result["culprits"]]
         typer.echo("the planted culprit was " + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})"))
         return code
+
+    _guard(go)
+
+
+images_app = typer.Typer(no_args_is_help=True, help="Container images for --executor docker.")
+app.add_typer(images_app, name="images")
+
+
+@images_app.command("build")
+def images_build(
+    force: bool = typer.Option(False, "--force", help="Rebuild images that exist."),
+    suite: str = typer.Option("bookworm", "--suite", help="Debian suite of the base image."),
+    mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian mirror for debootstrap."),
+) -> None:
+    """Make attrib/debian-base (debootstrap + docker import, no registry needed) and attrib/cpu."""
+    from .executors.docker import connect
+    from .images import build_base, build_cpu
+
+    def go() -> int:
+        client = connect()
+        build_base(client, suite=suite, mirror=mirror, force=force, log=typer.echo)
+        build_cpu(client, force=force, log=typer.echo)
+        return EXIT_OK
 
     _guard(go)
 

@@ -52,6 +52,7 @@ from .stats import (
 MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 CONFIRM_MIN_ROUNDS_FACTOR = 2  # the confirmation also sizes the culprit's CI: give it more rounds
+EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
 DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
 DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
 
@@ -172,6 +173,7 @@ class _Segment:
     verdicts: list[Verdict | None]
     tests: list[tuple[int, float]] = field(default_factory=list)
     steps: list[tuple[int, int, float]] = field(default_factory=list)
+    extended: set[str] = field(default_factory=set)  # commits whose inconclusive test was extended
 
     def posterior(self) -> list[float]:
         return change_posterior(len(self.positions) - 1, self.tests, self.steps)
@@ -253,13 +255,25 @@ class Bisection:
         return self.compare_many([candidate], reference, purpose, min_rounds)[0]
 
     def compare_many(
-        self, candidates: Sequence[str], reference: str, purpose: str, min_rounds: int | None = None
+        self,
+        candidates: Sequence[str],
+        reference: str,
+        purpose: str,
+        min_rounds: int | None = None,
+        *,
+        resume: dict[str, Sequence[float]] | None = None,
+        max_rounds: int | None = None,
     ) -> list[Comparison]:
         """Sequential tests of each candidate against one reference, in shared rounds.
 
         Each round runs the reference and every undecided candidate once, in a fresh random
-        order; each candidate's SPRT sees its own paired shifts and stops on its own."""
-        config = replace(self.config, min_rounds=max(min_rounds or 0, self.config.min_rounds))
+        order; each candidate's SPRT sees its own paired shifts and stops on its own.
+        `resume` continues earlier tests from their shifts (with a higher `max_rounds`)."""
+        config = replace(
+            self.config,
+            min_rounds=max(min_rounds or 0, self.config.min_rounds),
+            max_rounds=max_rounds or self.config.max_rounds,
+        )
         self.build_all([reference, *candidates])
         results: dict[str, Comparison] = {}
         ref_build = self.record(reference).build
@@ -271,7 +285,7 @@ class Bisection:
                     why = f"{self.record(sha).info.short} did not build: {build.reason}"
                     results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, [], 0.0, 0.0, why)
         active = [c for c in dict.fromkeys(candidates) if c not in results]
-        diffs: dict[str, list[float]] = {c: [] for c in active}
+        diffs: dict[str, list[float]] = {c: list((resume or {}).get(c, ())) for c in active}
         failures: Counter[str] = Counter()
         history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2]
         ref = self.record(reference)
@@ -322,7 +336,7 @@ class Bisection:
     ) -> Comparison:
         comp = Comparison(candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs), reason)
         self.comparisons.append(comp)
-        if purpose in ("probe", "retest"):
+        if purpose in ("probe", "retest", "extend"):
             self.verdicts[candidate] = (reference, verdict)
         detail = reason or f"{len(diffs)} rounds, LLR {llr:+.2f}"
         self.events.verdict(self.record(candidate).info, self.record(reference).info, verdict, detail)
@@ -405,6 +419,8 @@ class Bisection:
                     seg.tests.append((pos, comp.llr))
                 continue
             b = boundary(seg.verdicts)
+            if self._extend_undecided(seg, b.ambiguous, reference):
+                continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
             confirm = self.compare(culprit, last_good, "confirm", self.config.min_rounds * CONFIRM_MIN_ROUNDS_FACTOR)
@@ -432,6 +448,29 @@ class Bisection:
                     comp = self.compare(seg.positions[pos], reference, "retest")
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.llr))
+
+    def _extend_undecided(self, seg: _Segment, ambiguous: Sequence[int], reference: str) -> bool:
+        """Inconclusive commits that decide the boundary get more samples, once each: their
+        tests go on from where they stopped, up to EXTEND_FACTOR times the cap."""
+        todo = [
+            i
+            for i in ambiguous
+            if seg.verdicts[i] is Verdict.INCONCLUSIVE and seg.positions[i] not in seg.extended
+        ]
+        if not todo:
+            return False
+        shas = [seg.positions[i] for i in todo]
+        seg.extended.update(shas)
+        last = {c.candidate: c.diffs for c in self.comparisons if c.reference == reference and c.candidate in shas}
+        self.events.phase(f"more samples for {len(shas)} inconclusive commit(s) at the boundary")
+        comps = self.compare_many(
+            shas, reference, "extend", resume=last, max_rounds=self.config.max_rounds * EXTEND_FACTOR
+        )
+        for i, comp in zip(todo, comps, strict=True):
+            seg.verdicts[i] = comp.verdict
+            # the extension continues the same test: its LLR replaces the earlier one
+            seg.tests = [(p, llr) for p, llr in seg.tests if p != i] + [(i, comp.llr)]
+        return True
 
     def descend(self, found: Culprit) -> list[Culprit]:
         """A merge culprit stands for the commits it brought in: name the one inside."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ DEFAULT_BUILD_TIMEOUT_S = 600.0
 DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
+DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 RUNNERS = ("command",)
 BLOCK_STATISTICS = ("faster_half", "all")  # docs/statistics.md: how a block is summarised
 
@@ -32,6 +34,12 @@ class BuildSpec:
     commands: tuple[str, ...]
     timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
+    # --executor docker only: the image (or a Dockerfile to build it from), limits, network
+    image: str | None = None
+    dockerfile: str | None = None  # relative to the recipe file
+    network: bool = False
+    cpus: float | None = None
+    memory: str = DEFAULT_MEMORY
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
@@ -112,10 +120,20 @@ _TOP: dict[str, tuple[Check, bool]] = {
         True,
     ),
 }
+_BOOL: Check = (lambda v: isinstance(v, bool), "true or false")
+_MEMORY: Check = (
+    lambda v: isinstance(v, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None,
+    'a memory size such as "4g" or "512m"',
+)
 _BUILD: dict[str, tuple[Check, bool]] = {
     "commands": (_STR_LIST, True),
     "timeout_s": (_POS_NUM, False),
     "env": (_STR_TABLE, False),
+    "image": (_STR, False),
+    "dockerfile": (_STR, False),
+    "network": (_BOOL, False),
+    "cpus": (_POS_NUM, False),
+    "memory": (_MEMORY, False),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
@@ -148,6 +166,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     _check_table(path, "", data, _TOP)
     build_t = data["build"]
     _check_table(path, "build.", build_t, _BUILD)
+    if "image" in build_t and "dockerfile" in build_t:
+        raise RecipeError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
     for i, bench_t in enumerate(data["benchmark"]):
@@ -179,6 +199,11 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             commands=tuple(build_t["commands"]),
             timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
             env=dict(build_t.get("env", {})),
+            image=build_t.get("image"),
+            dockerfile=build_t.get("dockerfile"),
+            network=bool(build_t.get("network", False)),
+            cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
+            memory=build_t.get("memory", DEFAULT_MEMORY),
         ),
         benchmarks=tuple(benches),
     )

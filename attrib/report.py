@@ -36,6 +36,16 @@ def _revert_text(rv: dict[str, Any]) -> str:
     ) + (f" ({rv['detail']})" if rv.get("detail") else "")
 
 
+def _executor_line(ex: dict[str, Any]) -> str:
+    if ex.get("name") == "docker":
+        digest = (ex.get("digests") or [None])[0]
+        gpus = "with GPUs" if ex.get("gpus") else "without GPUs"
+        return f"- executor: docker, image `{ex.get('image')}` id `{ex.get('image_id')}`" + (
+            f" digest `{digest}`" if digest else ""
+        ) + f", benchmarks ran {gpus}"
+    return f"- executor: {ex.get('name', 'local')}"
+
+
 def headline(result: dict[str, Any]) -> str:
     status, bench = result["status"], result["benchmark"]
     culprits = result["culprits"]
@@ -142,6 +152,7 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"- alpha {s['alpha']}, beta {s['beta']}, rounds {s['min_rounds']}..{s['max_rounds']}, "
         f"minimum change {s['min_change_pct']} %, {s['reps']} samples per run, seed {s['seed']}, executor {s['executor']}",
         f"- machine: {m['cpu']} ({m['cpus']} CPUs), {m['platform']}, Python {m['python']}",
+        _executor_line(result.get("executor") or {"name": s["executor"]}),
         "",
         "| candidate | reference | purpose | verdict | rounds | change | 95 % CI |",
         "|---|---|---|---|---|---|---|",

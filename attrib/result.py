@@ -43,6 +43,7 @@ class RunContext:
     builds_fresh: int
     jobs: int = 1
     verify: str = "confirm"
+    executor_info: dict[str, object] | None = None
 
 
 def _pct_ci(comp: Comparison, direction: Direction) -> tuple[float, list[float]]:
@@ -282,6 +283,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
             "name": ctx.recipe.name,
             "sha256": hashlib.sha256(recipe_bytes).hexdigest(),
         },
+        "executor": {"name": ctx.executor, **(ctx.executor_info or {})},
         "tool": {"name": "attrib", "version": __version__},
         "machine": machine_info(),
         "workdir": str(ctx.workdir),

@@ -11,7 +11,7 @@ from typing import Any
 from .builds import Builder
 from .engine import Bisection, Events, Reverter
 from .errors import InputError, RepoError
-from .executors import EXECUTORS, make_executor
+from .executors import EXECUTORS, Executor, make_executor
 from .fsutil import file_lock
 from .gitrepo import GitRepo, Mirror, default_workdir
 from .model import CommitInfo
@@ -30,6 +30,7 @@ class Plan:
     bench: BenchmarkSpec
     executor_name: str
     workdir: Path
+    executor: Executor
 
 
 def plan(
@@ -54,16 +55,17 @@ def plan(
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
     if executor not in EXECUTORS:
         raise InputError(f"--executor {executor!r}: expected one of: {', '.join(EXECUTORS)}")
-    return Plan(repo, good, bad, recipe, bench, executor, workdir or default_workdir(repo.path))
+    # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
+    made = make_executor(executor, recipe.build, recipe.path.parent)
+    return Plan(repo, good, bad, recipe, bench, executor, workdir or default_workdir(repo.path), made)
 
 
 def _tools(p: Plan) -> tuple[Mirror, Builder, CommandRunner]:
     p.workdir.mkdir(parents=True, exist_ok=True)
     with file_lock(p.workdir / "locks" / "mirror.lock"):
         mirror = Mirror(p.workdir, p.repo)
-    executor = make_executor(p.executor_name)
-    builder = Builder(p.workdir, mirror, executor, p.recipe.build)
-    return mirror, builder, CommandRunner(executor, p.bench)
+    builder = Builder(p.workdir, mirror, p.executor, p.recipe.build)
+    return mirror, builder, CommandRunner(p.executor, p.bench)
 
 
 def _reverter(p: Plan, mirror: Mirror) -> Reverter:
@@ -105,6 +107,7 @@ def run_bisect(
         builds_fresh=builder.fresh_builds,
         jobs=jobs,
         verify=verify,
+        executor_info=p.executor.describe(),
     )
     return build_result(outcome, ctx)
 

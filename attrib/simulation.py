@@ -167,6 +167,7 @@ def run_simulated(
     config: object | None = None,
     min_change_pct: float = 2.0,
     reps: int = 10,
+    jobs: int = 1,
 ) -> SimOutcome:
     """attrib's real engine on a simulated history: the function benchmarks and tests call."""
     from .engine import Bisection
@@ -176,7 +177,7 @@ def run_simulated(
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
     builder = SimBuilder(history)
     runner = SimRunner(history, noise, seed, reps=reps)
-    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed)  # type: ignore[arg-type]
+    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed, jobs=jobs)  # type: ignore[arg-type]
     out = engine.run(history.good, history.bad)
     return SimOutcome(
         status=out.status.value,

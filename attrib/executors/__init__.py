@@ -1,5 +1,5 @@
-"""Executors run a build command or a benchmark for one checkout: on the host (local) or, later,
-in a container. The rest of attrib only sees the `Executor` protocol."""
+"""Executors run a build command or a benchmark for one checkout: on the host (local) or in a
+container on a Docker engine (docker). The rest of attrib only sees the `Executor` protocol."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from ..recipe import BuildSpec
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,30 @@ class Executor(Protocol):
         """Run a benchmark argv (no shell) in the checkout."""
         ...
 
+    def describe(self) -> dict[str, object]:
+        """What a result should record about where it ran (image digest, GPUs...)."""
+        ...
 
-EXECUTORS = ("local",)
+
+EXECUTORS = ("local", "docker")
 
 
-def make_executor(name: str) -> Executor:
+def make_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None) -> Executor:
+    """The executor `name`, set up for the recipe's [build] section (docker: image, limits)."""
     from ..errors import InputError
 
     if name == "local":
         from .local import LocalExecutor
 
         return LocalExecutor()
+    if name == "docker":
+        from ..images import build_recipe_image
+        from .docker import DEFAULT_IMAGE, DockerExecutor, connect
+
+        spec = build or BuildSpec(commands=("true",))
+        client = connect()
+        image = spec.image or DEFAULT_IMAGE
+        if spec.dockerfile:
+            image = build_recipe_image(client, (recipe_dir or Path.cwd()) / spec.dockerfile)
+        return DockerExecutor(image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client)
     raise InputError(f"--executor {name!r}: expected one of: {', '.join(EXECUTORS)}")

@@ -61,6 +61,9 @@ class LocalExecutor:
     def identity(self) -> str:
         return f"local:{platform.machine()}"
 
+    def describe(self) -> dict[str, object]:
+        return {"host": platform.node()}
+
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
         return run_process(["sh", "-c", command], checkout, env, timeout_s)
 

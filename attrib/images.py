@@ -1,0 +1,129 @@
+"""Container images without a registry: a Debian base made with debootstrap and `docker import`,
+then the images of containers/ built on top of it.
+
+    attrib images build            # attrib/debian-base:bookworm, then attrib/cpu:latest
+
+Where a registry is reachable the Dockerfiles' FROM works as usual (pass BASE=debian:bookworm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from .errors import AttribError, InputError
+
+BASE_IMAGE = "attrib/debian-base:bookworm"
+CPU_IMAGE = "attrib/cpu:latest"
+RECIPE_IMAGE_REPO = "attrib/recipe"
+DEFAULT_SUITE = "bookworm"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+# The toolchain goes into the base itself, so building the images on top needs no network.
+BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates")
+CONTAINERS_DIR = Path(__file__).resolve().parent.parent / "containers"
+DEBOOTSTRAP_TIMEOUT_S = 1800
+
+
+class ImageBuildError(AttribError):
+    """An image could not be built (the message says which step and why)."""
+
+
+def _exists(client: docker.DockerClient, tag: str) -> str | None:
+    try:
+        return str(client.images.get(tag).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def build_base(
+    client: docker.DockerClient,
+    *,
+    suite: str = DEFAULT_SUITE,
+    mirror: str = DEFAULT_MIRROR,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+) -> str:
+    """debootstrap a minimal Debian with the toolchain into a folder and `docker import` it."""
+    found = _exists(client, BASE_IMAGE)
+    if found and not force:
+        log(f"{BASE_IMAGE} exists ({found[:19]}); --force rebuilds it")
+        return found
+    if shutil.which("debootstrap") is None:
+        raise InputError("debootstrap is not installed; install it with `apt-get install debootstrap`")
+    if os.geteuid() != 0:
+        raise InputError("building the base image needs root (debootstrap creates device nodes and owners)")
+    with tempfile.TemporaryDirectory(prefix="attrib-base-") as tmp:
+        rootfs, tarball = Path(tmp) / "rootfs", Path(tmp) / "rootfs.tar"
+        log(f"debootstrap {suite} from {mirror} into {rootfs} (a minute or two)")
+        cmd = [
+            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+            suite, str(rootfs), mirror,
+        ]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise ImageBuildError(f"debootstrap failed (exit {done.returncode}): {' | '.join(tail)}")
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True)
+        repo, tag = BASE_IMAGE.split(":")
+        client.api.import_image_from_file(
+            str(tarball),
+            repository=repo,
+            tag=tag,
+            changes=["ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["/bin/sh"]'],
+        )
+    image_id = _exists(client, BASE_IMAGE)
+    if image_id is None:
+        raise ImageBuildError(f"docker import did not produce {BASE_IMAGE}")
+    log(f"built {BASE_IMAGE} ({image_id[:19]})")
+    return image_id
+
+
+def _build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, log: Callable[[str], None]) -> str:
+    try:
+        image, _ = client.images.build(
+            path=str(context),
+            dockerfile=dockerfile,
+            tag=tag,
+            buildargs={"BASE": BASE_IMAGE},
+            network_mode="host",  # engines started with --bridge=none have no default network
+            rm=True,
+            forcerm=True,
+        )
+    except docker.errors.BuildError as exc:
+        lines = [str(chunk.get("stream", chunk.get("error", ""))).strip() for chunk in exc.build_log]
+        tail = " | ".join(line for line in lines if line)[-400:]
+        raise ImageBuildError(f"docker build of {context / dockerfile} failed: {exc.msg}; {tail}") from None
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"docker build of {context / dockerfile} failed: {exc.explanation}") from None
+    log(f"built {tag} ({str(image.id)[:19]})")
+    return str(image.id)
+
+
+def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable[[str], None] = print) -> str:
+    found = _exists(client, CPU_IMAGE)
+    if found and not force:
+        log(f"{CPU_IMAGE} exists ({found[:19]}); --force rebuilds it")
+        return found
+    if not (CONTAINERS_DIR / "Dockerfile.cpu").is_file():
+        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (run from a checkout of attrib)")
+    return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log)
+
+
+def build_recipe_image(client: docker.DockerClient, dockerfile: Path, log: Callable[[str], None] = print) -> str:
+    """The image of a recipe's [build].dockerfile, tagged by its content so edits rebuild it."""
+    try:
+        text = dockerfile.read_bytes()
+    except OSError:
+        raise InputError(f"{dockerfile}: Dockerfile named by build.dockerfile not found") from None
+    tag = f"{RECIPE_IMAGE_REPO}:{hashlib.sha256(text).hexdigest()[:16]}"
+    if _exists(client, tag) is None:
+        _build(client, dockerfile.parent, dockerfile.name, tag, log)
+    return tag
