@@ -287,6 +287,12 @@ class Bisection:
         active = [c for c in dict.fromkeys(candidates) if c not in results]
         diffs: dict[str, list[float]] = {c: list((resume or {}).get(c, ())) for c in active}
         failures: Counter[str] = Counter()
+        successes: Counter[str] = Counter()
+
+        def hopeless(sha: str) -> bool:
+            # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
+            return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
+
         history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2]
         ref = self.record(reference)
         while active:
@@ -296,22 +302,24 @@ class Bisection:
             self.rounds += 1
             if not runs[reference].ok:
                 failures[reference] += 1
-                if failures[reference] >= MAX_FAILED_RUNS:
-                    why = f"the reference {ref.info.short}'s benchmark failed {MAX_FAILED_RUNS} times: {runs[reference].error}"
+                if hopeless(reference):
+                    why = f"the reference {ref.info.short}'s benchmark failed {failures[reference]} times: {runs[reference].error}"
                     for cand in active:
                         results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
                     break
                 continue
+            successes[reference] += 1
             ref_logs = oriented_logs(runs[reference].samples, self.bench.direction)
             for cand in list(active):
                 run = runs[cand]
                 if not run.ok:
                     failures[cand] += 1
-                    if failures[cand] >= MAX_FAILED_RUNS:
-                        why = f"{self.record(cand).info.short}'s benchmark failed {MAX_FAILED_RUNS} times: {run.error}"
+                    if hopeless(cand):
+                        why = f"{self.record(cand).info.short}'s benchmark failed {failures[cand]} times: {run.error}"
                         results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
                         active.remove(cand)
                     continue
+                successes[cand] += 1
                 d = diffs[cand]
                 d.append(block_shift(ref_logs, oriented_logs(run.samples, self.bench.direction), self.bench.block_statistic))
                 sigma = pooled_sigma([*history, d])
