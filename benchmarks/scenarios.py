@@ -1,0 +1,673 @@
+"""Scenario benchmark: attrib's real engine against what peers do, on simulated histories with
+known truth.
+
+    .venv/bin/python benchmarks/scenarios.py --seed 1            # full run, writes benchmarks/RESULTS.md
+    .venv/bin/python benchmarks/scenarios.py --seed 1 --quick    # ~1 minute slice, prints only
+    options: --trials N (every family runs N trials), --workers W (default 2), --out PATH,
+             --family NAME (repeatable: only these families)
+
+Every trial draws a linear history of 30..200 commits (`attrib.simulation.linear_history`),
+plants 0..3 culprits and, where the family says so, a stretch of unbuildable commits, and
+draws benchmark samples from one of the noise models of `attrib.simulation.NoiseModel`.
+"Noise sigma" is the sd of one sample in log space (NoiseModel.sigma = 1 % here), so an
+effect of k sigmas is a step of k % (k * sigma * 100 percent).
+
+Strategies, all drawing from the same `SimRunner` API:
+  attrib      attrib.simulation.run_simulated: the real engine fed by the simulated runner
+  pinpoint    benchmarks/baselines.py: Chromium Pinpoint's bisection (10..160 single-value
+              attempts per commit, min(MWU, KS) p-values, midpoints between differing commits),
+              its "same" threshold re-derived the way Pinpoint derives its table
+  pinpoint-p0.5  the same with a constant "same" threshold p > 0.5 (the issue's stand-in)
+  git-bisect  `git bisect run` with a 10-sample-median-vs-midpoint script, skips on failure
+  asv-find    `asv find`: one median per commit, keep the half with the bigger jump
+
+Scoring (one rule for every strategy):
+  named      the culprits a strategy reports. For attrib, the culprits of a `culprit_found`
+             outcome; an `inconclusive` or `not_reproduced` outcome names nothing (attrib says
+             it is not sure, and exits 11 / 10).
+  exact      the named set equals the truth set. A named culprit that comes with commits it is
+             ambiguous with (skipped, unbuildable, between it and the last good commit) stands
+             for {culprit} + ambiguous, and matches a true culprit when exactly one true
+             culprit is in that group; every true culprit must be matched exactly once. With
+             no regression, exact means nothing was named.
+  false      with no regression planted, any culprit named.
+  builds     distinct commits built (good and bad included); budget = ceil(log2 N) + 4.
+  samples    samples drawn from the runner (failed runs draw none).
+  runs       benchmark invocations: a Pinpoint attempt is a 1-sample run, the others run
+             10-sample blocks (RunResult of runner.reps = 10 samples).
+Every trial is a pure function of (--seed, family, index): see make_trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import subprocess
+import sys
+import time
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import BASELINES  # noqa: E402
+
+from attrib.errors import AttribError  # noqa: E402
+from attrib.simulation import NoiseModel, SimHistory, SimRunner, linear_history, run_simulated  # noqa: E402
+
+SIGMA = 0.01  # noise sigma: sd of one sample in log space
+DRIFT_PER_RUN = 0.02 * SIGMA  # drift family: the machine slows by 0.02 sigma per 10-sample run
+FAIL_RATE = 0.03  # failed-runs families: this fraction of runs crash
+NULL_MIN_CHANGE_SIGMAS = (0.25, 0.5, 1.0, 1.5, 2.5)  # no-regression trials draw min_change from these
+STRATEGIES = ("attrib", "pinpoint", "pinpoint-p0.5", "git-bisect", "asv-find")
+REPS = 10  # samples per run (block) for attrib, git bisect and asv find
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    group: str  # null | sweep | noise | multi | broken | fail
+    noise: str
+    effects: tuple[float, ...]  # in noise sigmas; () = no regression
+    trials: int
+    quick: int  # trials in --quick
+    broken: str = ""  # "" | "elsewhere" | "before" (the stretch ends right before the culprit)
+    fail_rate: float = 0.0
+
+
+FAMILIES = (
+    Family("null gaussian", "null", "gaussian", (), 300, 100),
+    Family("null lognormal", "null", "lognormal", (), 300, 100),
+    Family("null heavy", "null", "heavy", (), 300, 100),
+    Family("null bimodal", "null", "bimodal", (), 300, 100),
+    Family("null drift", "null", "drift", (), 300, 100),
+    Family("null breaks+fails", "null", "gaussian", (), 300, 100, broken="elsewhere", fail_rate=FAIL_RATE),
+    Family("sweep 0.5 sigma", "sweep", "gaussian", (0.5,), 150, 30),
+    Family("sweep 1 sigma", "sweep", "gaussian", (1.0,), 300, 66),
+    Family("sweep 2 sigma", "sweep", "gaussian", (2.0,), 300, 100),
+    Family("sweep 3 sigma", "sweep", "gaussian", (3.0,), 300, 100),
+    Family("sweep 5 sigma", "sweep", "gaussian", (5.0,), 300, 100),
+    Family("lognormal 2 sigma", "noise", "lognormal", (2.0,), 150, 50),
+    Family("heavy 2 sigma", "noise", "heavy", (2.0,), 150, 50),
+    Family("bimodal 2 sigma", "noise", "bimodal", (2.0,), 150, 50),
+    Family("drift 2 sigma", "noise", "drift", (2.0,), 150, 50),
+    Family("lognormal 1 sigma", "noise", "lognormal", (1.0,), 150, 33),
+    Family("heavy 1 sigma", "noise", "heavy", (1.0,), 150, 33),
+    Family("bimodal 1 sigma", "noise", "bimodal", (1.0,), 150, 33),
+    Family("drift 1 sigma", "noise", "drift", (1.0,), 150, 33),
+    Family("two culprits 2+4 sigma", "multi", "gaussian", (2.0, 4.0), 150, 33),
+    Family("three culprits 2+3+5 sigma", "multi", "gaussian", (2.0, 3.0, 5.0), 150, 33),
+    Family("break elsewhere 3 sigma", "broken", "gaussian", (3.0,), 150, 50, broken="elsewhere"),
+    Family("break before culprit 3 sigma", "broken", "gaussian", (3.0,), 150, 50, broken="before"),
+    Family("failed runs 2 sigma", "fail", "gaussian", (2.0,), 150, 50, fail_rate=FAIL_RATE),
+)
+FAMILY = {f.name: f for f in FAMILIES}
+
+
+@dataclass(frozen=True)
+class Trial:
+    family: str
+    index: int
+    seed: int  # the runner's (and attrib's engine's) seed
+    n: int  # commits after good
+    steps: tuple[tuple[int, float], ...]  # (position, change in percent)
+    broken: tuple[int, ...]
+    noise: NoiseModel
+    min_change_pct: float
+
+    def history(self) -> SimHistory:
+        return linear_history(self.n, dict(self.steps), frozenset(self.broken))
+
+
+@dataclass(frozen=True)
+class Record:
+    family: str
+    strategy: str
+    index: int
+    n: int
+    truth: tuple[str, ...]
+    named: tuple[str, ...]
+    listed: tuple[str, ...]  # attrib: every culprit in the outcome, whatever its status
+    status: str
+    builds: int
+    samples: int
+    runs: int  # benchmark invocations, failed ones included
+    exact: bool
+    error: str = ""
+
+    @property
+    def false_culprit(self) -> bool:
+        return not self.truth and bool(self.named)
+
+    @property
+    def budget(self) -> int:
+        return math.ceil(math.log2(self.n)) + 4
+
+
+def make_trial(family: Family, index: int, seed: int) -> Trial:
+    """The trial's history, noise and threshold: a pure function of (seed, family, index)."""
+    rng = np.random.default_rng([seed, zlib.crc32(family.name.encode()), index])
+    n = int(rng.integers(30, 201))
+    k = len(family.effects)
+    while True:
+        pos = sorted(int(p) for p in rng.choice(np.arange(1, n + 1), size=k, replace=False))
+        if all(b - a >= 3 for a, b in zip(pos, pos[1:], strict=False)):
+            break
+    effects = [float(e) for e in rng.permutation(np.array(family.effects))] if k else []
+    steps = tuple((p, e * SIGMA * 100) for p, e in zip(pos, effects, strict=True))
+    broken: tuple[int, ...] = ()
+    length = int(rng.integers(2, 6))
+    if family.broken == "before":
+        start = max(1, pos[0] - length)
+        broken = tuple(range(start, pos[0]))
+    elif family.broken == "elsewhere":
+        while True:
+            start = int(rng.integers(1, n - length))
+            stretch = tuple(range(start, start + length))
+            if not set(stretch) & set(pos):
+                broken = stretch
+                break
+    if k:
+        min_change = min(family.effects) * SIGMA * 100 / 2
+    else:
+        min_change = float(rng.choice(NULL_MIN_CHANGE_SIGMAS)) * SIGMA * 100
+    noise = NoiseModel(
+        family.noise,
+        sigma=SIGMA,
+        drift_per_run=DRIFT_PER_RUN if family.noise == "drift" else 0.0,
+        fail_rate=family.fail_rate,
+    )
+    return Trial(family.name, index, int(rng.integers(2**31)), n, steps, broken, noise, min_change)
+
+
+def exact_match(named: tuple[str, ...], ambiguous: tuple[tuple[str, ...], ...], truth: set[str]) -> bool:
+    """The named set equals the truth; a culprit ambiguous with skipped commits stands for all of them."""
+    matched: list[str] = []
+    for culprit, amb in zip(named, ambiguous, strict=True):
+        hits = ({culprit} | set(amb)) & truth
+        if len(hits) != 1:
+            return False
+        matched.extend(hits)
+    return len(matched) == len(set(matched)) and set(matched) == truth
+
+
+def run_strategy(trial: Trial, strategy: str) -> Record:
+    """One strategy on one trial, scored."""
+    hist = trial.history()
+    truth = tuple(hist.culprits)
+    if strategy == "attrib":
+        try:
+            out = run_simulated(hist, trial.noise, trial.seed, min_change_pct=trial.min_change_pct, reps=REPS)
+        except AttribError as exc:  # e.g. ReferenceFailed: counted as an error, nothing named
+            return Record(
+                trial.family, strategy, trial.index, trial.n, truth, (), (), "error", 0, 0, 0, not truth, str(exc)
+            )
+        named = out.culprits if out.status == "culprit_found" else ()
+        ambiguous = out.ambiguous if named else ()
+        exact = exact_match(named, ambiguous, set(truth))
+        return Record(
+            trial.family,
+            strategy,
+            trial.index,
+            trial.n,
+            truth,
+            named,
+            out.culprits,
+            out.status,
+            out.builds,
+            out.samples,
+            out.runs,
+            exact,
+        )
+    if strategy.startswith("pinpoint"):
+        # One Pinpoint attempt is one run of one value; drift is per unit of machine time, and
+        # time is samples here, so a 1-sample run drifts a tenth of a 10-sample one.
+        noise = replace(trial.noise, drift_per_run=trial.noise.drift_per_run / REPS)
+        runner = SimRunner(hist, noise, trial.seed, reps=1)
+    else:
+        runner = SimRunner(hist, trial.noise, trial.seed, reps=REPS)
+    if strategy == "pinpoint-p0.5":
+        res = BASELINES["pinpoint"](hist, runner, trial.min_change_pct, high=0.5)
+    else:
+        res = BASELINES[strategy](hist, runner, trial.min_change_pct)
+    status = "error" if res.error else ("culprit_found" if res.culprits else "none")
+    exact = exact_match(res.culprits, res.ambiguous, set(truth))
+    return Record(
+        trial.family,
+        strategy,
+        trial.index,
+        trial.n,
+        truth,
+        res.culprits,
+        res.culprits,
+        status,
+        res.builds,
+        res.samples,
+        runner.clock,
+        exact,
+        res.error,
+    )
+
+
+def _task(args: tuple[str, int, int, str]) -> Record:
+    family, index, seed, strategy = args
+    return run_strategy(make_trial(FAMILY[family], index, seed), strategy)
+
+
+def run_all(
+    families: list[Family], trials: dict[str, int], seed: int, strategies=STRATEGIES, workers: int = 2
+) -> list[Record]:
+    tasks = [(f.name, i, seed, s) for f in families for i in range(trials[f.name]) for s in strategies]
+    if workers <= 1:
+        records = [_task(t) for t in tasks]
+    else:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(workers) as pool:
+            records = list(pool.imap_unordered(_task, tasks, chunksize=8))
+    order = {(f.name, s): (a, b) for a, f in enumerate(families) for b, s in enumerate(strategies)}
+    return sorted(records, key=lambda r: (order[r.family, r.strategy], r.index))
+
+
+# --- aggregation and report ---------------------------------------------------------------
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def rate(k: int, n: int) -> str:
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]" if n else "-"
+
+
+@dataclass
+class Cell:
+    trials: int = 0
+    exact: int = 0
+    false: int = 0
+    inconclusive: int = 0  # attrib inconclusive, baselines' own errors
+    errors: int = 0
+    builds: float = 0.0
+    samples: float = 0.0
+    runs: float = 0.0
+    in_budget: int = 0
+    max_over: int = -99
+    truth_k: int = 0
+
+
+def aggregate(records: list[Record]) -> dict[tuple[str, str], Cell]:
+    cells: dict[tuple[str, str], Cell] = defaultdict(Cell)
+    for r in records:
+        c = cells[r.family, r.strategy]
+        c.trials += 1
+        c.exact += r.exact
+        c.false += r.false_culprit
+        c.inconclusive += r.status == "inconclusive"
+        c.errors += r.status == "error"
+        c.builds += r.builds
+        c.samples += r.samples
+        c.runs += r.runs
+        c.in_budget += r.builds <= r.budget
+        c.max_over = max(c.max_over, r.builds - r.budget)
+        c.truth_k = len(r.truth)
+    return cells
+
+
+def table(records: list[Record], families: list[Family], strategies=STRATEGIES) -> str:
+    cells = aggregate(records)
+    lines = [
+        "| family | strategy | trials | exact % [95 % CI] | false culprit % [95 % CI] | inconcl. / error % | builds (mean) | in build budget % | samples (mean) | runs (mean) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in families:
+        for s in strategies:
+            c = cells.get((f.name, s))
+            if c is None or not c.trials:
+                continue
+            false = rate(c.false, c.trials) if not f.effects else "n/a"
+            budget = f"{100 * c.in_budget / c.trials:.0f}" if len(f.effects) == 1 else "n/a"
+            lines.append(
+                f"| {f.name} | {s} | {c.trials} | {rate(c.exact, c.trials)} | {false} | "
+                f"{100 * c.inconclusive / c.trials:.1f} / {100 * c.errors / c.trials:.1f} | "
+                f"{c.builds / c.trials:.1f} | {budget} | {c.samples / c.trials:.0f} | {c.runs / c.trials:.0f} |"
+            )
+    return "\n".join(lines)
+
+
+GROUPS = {
+    "null": "no regression (all noise models, breaks, crashes)",
+    "sweep": "one culprit, gaussian, 0.5..5 sigma",
+    "noise": "one culprit, 1 and 2 sigma, lognormal/heavy/bimodal/drift",
+    "multi": "two or three culprits, 2..5 sigma",
+    "broken": "one culprit, 3 sigma, build breaks",
+    "fail": "one culprit, 2 sigma, 3 % crashing runs",
+}
+
+
+def summary(records: list[Record], strategies=STRATEGIES) -> str:
+    """Per strategy and group of families: the pooled rates and mean costs."""
+    lines = [
+        "| scenarios | strategy | trials | exact % [95 % CI] | false culprit % [95 % CI] | builds | samples | runs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for group, label in GROUPS.items():
+        for s in strategies:
+            rs = [r for r in records if r.strategy == s and FAMILY[r.family].group == group]
+            if not rs:
+                continue
+            n = len(rs)
+            false = rate(sum(r.false_culprit for r in rs), n) if group == "null" else "n/a"
+            lines.append(
+                f"| {label} | {s} | {n} | {rate(sum(r.exact for r in rs), n)} | {false} | "
+                f"{np.mean([r.builds for r in rs]):.1f} | {np.mean([r.samples for r in rs]):.0f} | "
+                f"{np.mean([r.runs for r in rs]):.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def targets(records: list[Record], families: list[Family]) -> list[str]:
+    """The issue's targets, each with its measured value and whether it is met."""
+    cells = aggregate(records)
+    out: list[str] = []
+
+    def pooled(pred, strategy: str = "attrib") -> tuple[int, int]:
+        rs = [r for r in records if r.strategy == strategy and pred(FAMILY[r.family])]
+        return sum(r.exact for r in rs), len(rs)
+
+    worst_null = []
+    for f in families:
+        c = cells.get((f.name, "attrib"))
+        if f.group == "null" and c:
+            lo, hi = wilson(c.false, c.trials)
+            worst_null.append((c.false / c.trials, f.name, c.false, c.trials, hi))
+    if worst_null:
+        ok = all(rate_ <= 0.01 for rate_, *_ in worst_null)
+        detail = "; ".join(f"{name}: {k}/{n} (upper 95 % bound {100 * hi:.1f} %)" for _, name, k, n, hi in worst_null)
+        out.append(
+            f"- False-culprit rate with no regression <= 1 % in every noise model: **{'met' if ok else 'MISSED'}**. {detail}."
+        )
+    for label, pred, bound in (
+        (">= 2 sigma, one culprit", lambda f: len(f.effects) == 1 and f.effects[0] >= 2, 0.99),
+        (">= 2 sigma, several culprits", lambda f: len(f.effects) > 1, 0.99),
+        ("1 sigma, one culprit", lambda f: f.effects == (1.0,), 0.95),
+    ):
+        k, n = pooled(pred)
+        if n:
+            lo, hi = wilson(k, n)
+            verdict = "met" if k / n >= bound else f"MISSED by {100 * (bound - k / n):.1f} points"
+            per = ", ".join(
+                f"{f.name} {100 * cells[f.name, 'attrib'].exact / cells[f.name, 'attrib'].trials:.1f} %"
+                for f in families
+                if pred(f) and (f.name, "attrib") in cells
+            )
+            out.append(
+                f"- Exact culprit accuracy {label} >= {bound:.0%}: **{verdict}**: {k}/{n} = {100 * k / n:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}] ({per})."
+            )
+    for peer in ("pinpoint", "pinpoint-p0.5"):
+        rows = []
+        for f in families:
+            a, p = cells.get((f.name, "attrib")), cells.get((f.name, peer))
+            if not a or not p or not p.samples:
+                continue
+            rows.append((f.name, a.samples / p.samples, a.runs / p.runs, a.exact / a.trials, p.exact / p.trials))
+        if not rows:
+            continue
+        met = [r for r in rows if r[1] <= 0.5 and r[3] >= r[4]]
+        worse_peer = [r for r in rows if r[3] > r[4] + 0.05]
+        out.append(
+            f"- Samples <= half of {peer}'s at equal or better accuracy: **{'met' if len(met) == len(rows) else 'MISSED'}"
+            f" ({len(met)}/{len(rows)} families)**; attrib's samples are {min(r[1] for r in rows):.1f}x to "
+            f"{max(r[1] for r in rows):.1f}x {peer}'s (median {float(np.median([r[1] for r in rows])):.1f}x), "
+            f"its runs {min(r[2] for r in rows):.2f}x to {max(r[2] for r in rows):.2f}x; attrib is more than 5 points "
+            f"more accurate in {len(worse_peer)} families. Per family, samples ratio (exact attrib vs {peer}): "
+            + "; ".join(
+                f"{name} {ratio:.1f}x ({100 * aa:.0f} % vs {100 * pa:.0f} %)" for name, ratio, _, aa, pa in rows
+            )
+            + "."
+        )
+    single = [r for r in records if r.strategy == "attrib" and len(r.truth) == 1]
+    if single:
+        inb = sum(r.builds <= r.budget for r in single)
+        clean = [r for r in single if not FAMILY[r.family].broken]
+        inc = sum(r.builds <= r.budget for r in clean)
+        worst = max(r.builds - r.budget for r in single)
+        verdict = (
+            "met" if inb == len(single) else f"MISSED in {len(single) - inb} trials (worst: {worst:+d} builds over)"
+        )
+        by_family = defaultdict(int)
+        for r in single:
+            by_family[r.family] += r.builds > r.budget
+        where = ", ".join(
+            f"{name} {k}/{sum(1 for r in single if r.family == name)}"
+            for name, k in sorted(by_family.items(), key=lambda kv: -kv[1])
+            if k
+        )
+        out.append(
+            f"- Builds <= ceil(log2 N) + 4 for a single culprit: **{verdict}**: {inb}/{len(single)} trials "
+            f"({100 * inb / len(single):.1f} %) within budget, {inc}/{len(clean)} without build breaks; mean "
+            f"{np.mean([r.builds for r in single]):.1f} builds against a mean budget of "
+            f"{np.mean([r.budget for r in single]):.1f}. Over budget, by family: {where or 'none'}."
+        )
+    return out
+
+
+def write_report(
+    path: Path,
+    command: str,
+    seed: int,
+    wall: float,
+    workers: int,
+    records: list[Record],
+    families: list[Family],
+    notes: str,
+) -> None:
+    trials = ", ".join(
+        f"{f.name} {sum(1 for r in records if r.family == f.name and r.strategy == 'attrib')}" for f in families
+    )
+    text = f"""# Scenario benchmark: attrib against Pinpoint, git bisect and asv find
+
+Command: `{command}`; seed {seed}; date {date.today().isoformat()}; wall time {wall:.0f} s on {workers} worker(s);
+attrib at {revision()}.
+Generated by `benchmarks/scenarios.py` (definitions in its docstring); baselines in `benchmarks/baselines.py`.
+
+Setup: linear histories of N = 30..200 commits (uniform), noise sigma = {SIGMA:.0%} (sd of one sample in
+log space), an effect of k sigma = a step of k %. attrib's `min_change_pct` is half the smallest
+planted effect (k/2 %); with no regression it is drawn per trial from {", ".join(f"{s:g}" for s in NULL_MIN_CHANGE_SIGMAS)} sigma
+(half of each sweep effect). Pinpoint gets the same threshold as its comparison magnitude; git bisect
+and asv find have no threshold. Drift: +{DRIFT_PER_RUN / SIGMA:.2f} sigma per 10-sample run (Pinpoint:
+per 10 single-sample attempts). Failed runs: {FAIL_RATE:.0%} of runs crash. Build breaks: a stretch of
+2..5 unbuildable commits, elsewhere in the range or ending right before the culprit. attrib runs with
+its default `TestConfig()` (alpha = beta = 0.01, 5..40 rounds) and 10 samples per run.
+
+Trials per family (each strategy runs the same trials): {trials}.
+
+Rates are given with 95 % Wilson intervals. "exact": the named culprit set equals the truth (a culprit
+ambiguous with skipped commits counts when exactly one true culprit is in {{culprit}} + ambiguous);
+attrib names culprits only when its status is `culprit_found`. "inconcl. / error": attrib's
+`inconclusive` status / attrib raised, or a baseline gave up (asv "Too many commits failed",
+Pinpoint "BuildNumberExceeded"). Budget = ceil(log2 N) + 4 builds, single-culprit families only.
+
+## Summary
+
+{summary(records)}
+
+## Targets (attrib)
+
+{chr(10).join(targets(records, families))}
+
+## Per family
+
+{table(records, families)}
+
+## Why targets are missed
+
+{analysis(records, families)}
+
+## Notes
+
+{notes.rstrip()}
+- Reproduce one trial: `scenarios.run_strategy(scenarios.make_trial(scenarios.FAMILY[name], index, seed), strategy)`.
+"""
+    path.write_text(text)
+
+
+def revision() -> str:
+    """The commit attrib/ was measured at (read-only git calls), marked when attrib/ has local edits."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "attrib"], cwd=root, capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown revision"
+    return f"commit {head.stdout.strip()}" + (" with uncommitted changes in attrib/" if dirty.stdout.strip() else "")
+
+
+def notes_for(records: list[Record]) -> str:
+    lines = []
+    listed = [r for r in records if r.strategy == "attrib" and not r.truth and r.listed and not r.named]
+    if listed:
+        lines.append(
+            f"- attrib listed a culprit without claiming it (status inconclusive) in {len(listed)} no-regression "
+            "trials; counted as not named above."
+        )
+    errors = [r for r in records if r.strategy == "attrib" and r.status == "error"]
+    for r in errors[:5]:
+        lines.append(f"- attrib raised in {r.family} trial {r.index}: {r.error}")
+    if len(errors) > 5:
+        lines.append(f"- ... and {len(errors) - 5} more attrib errors")
+    over = sorted(
+        (r for r in records if r.strategy == "attrib" and len(r.truth) == 1 and r.builds > r.budget),
+        key=lambda r: r.budget - r.builds,
+    )
+    if over:
+        lines.append(
+            f"- attrib over the build budget in {len(over)} single-culprit trials; the worst: "
+            + "; ".join(
+                f"{r.family} trial {r.index} (N={r.n}, {r.builds} builds vs {r.budget}, {r.status}, {r.samples} samples)"
+                for r in over[:5]
+            )
+        )
+    misses = [r for r in records if r.strategy == "attrib" and not r.exact and r.status == "culprit_found"]
+    for r in misses[:8]:
+        lines.append(
+            f"- attrib named a wrong set in {r.family} trial {r.index} (N={r.n}): truth {list(r.truth)}, named {list(r.named)}"
+        )
+    if len(misses) > 8:
+        lines.append(f"- ... and {len(misses) - 8} more wrong sets")
+    return "\n".join(lines) + ("\n" if lines else "") + STATIC_NOTES
+
+
+def analysis(records: list[Record], families: list[Family]) -> str:
+    """Why the missed targets are missed: the mechanisms, with this run's numbers."""
+    cells = aggregate(records)
+    fair = [
+        f.name
+        for f in families
+        if (f.name, "pinpoint") in cells
+        and f.effects
+        and cells[f.name, "pinpoint"].exact / cells[f.name, "pinpoint"].trials >= 0.95
+    ]
+    ratios = [cells[f, "attrib"].samples / cells[f, "pinpoint"].samples for f in fair]
+    runs = [cells[f, "attrib"].runs / cells[f, "pinpoint"].runs for f in fair]
+    out = []
+    if fair:
+        out.append(
+            f"- Samples. Where Pinpoint is itself >= 95 % exact ({len(fair)} families: {', '.join(fair)}), attrib draws "
+            f"{min(ratios):.1f}x to {max(ratios):.1f}x its samples but {min(runs):.2f}x to {max(runs):.2f}x its runs. "
+            "attrib measures in paired rounds of two 10-sample blocks, at least 5 rounds per comparison (>= 100 "
+            "samples) and 10 for each confirmation (>= 200), and re-measures its reference in every comparison; "
+            "Pinpoint measures each commit once, 10..30 single values, and each commit's values serve both "
+            "neighbouring comparisons. The gap is the price of pairing (drift immunity) and of the 10-sample "
+            "block; it is not closed by tuning within the current design (min_rounds = 5 alone is 100 samples)."
+        )
+    out.append(
+        "- Builds. Over-budget single-culprit trials are those with inconclusive verdicts (0.5 sigma, bimodal "
+        "1 sigma: an inconclusive commit leaves the interval open and the search probes its neighbour), a build "
+        "break right before the culprit (the broken commits are built and skipped; git bisect pays the same), "
+        "or a false 'bad' on an unchanged commit, which costs a failed confirmation and two re-tests."
+    )
+    bim = cells.get(("bimodal 1 sigma", "attrib"))
+    if bim and bim.exact / bim.trials < 0.95:
+        out.append(
+            f"- Bimodal noise at 1 sigma ({100 * bim.exact / bim.trials:.0f} % exact, "
+            f"{100 * bim.inconclusive / bim.trials:.0f} % inconclusive). With 25 % of samples slowed by 30 %, about "
+            "1 round in 1200 has 8+ slowed samples in a block, so even the faster-half shift of that round is "
+            "~0.25 in log units against a typical 0.006. `attrib.stats.pooled_sigma` is a plain pooled SD, so that "
+            "one round lifts sigma from ~0.007 to 0.02..0.03 for every later test of the bisection, and with a "
+            "0.5 % minimum change those tests then run to the 40-round cap (inconclusive). Example (seed 1): "
+            "bimodal 1 sigma, trial 27 (`make_trial(FAMILY['bimodal 1 sigma'], 27, 1)`). A robust scale (MAD of "
+            "the shifts) would not move."
+        )
+    errs = [r for r in records if r.strategy == "attrib" and r.status == "error"]
+    if errs:
+        out.append(
+            f"- Errors. attrib raised in {len(errs)} trials ({', '.join(sorted({r.family for r in errs}))}; "
+            f"{FAIL_RATE:.0%} of runs crash there): `Bisection.compare_many` counts a commit's failed runs cumulatively over "
+            "a comparison and gives up at 3 (MAX_FAILED_RUNS), so a long preflight (small min_change, up to 40 "
+            "rounds) fails 3 times by chance and the whole run ends with exit 1, naming nothing. Example: "
+            f"{errs[0].family}, trial {errs[0].index}: {errs[0].error}."
+        )
+    return "\n".join(out)
+
+
+STATIC_NOTES = """\
+- git bisect and asv find always name exactly one commit: their false-culprit rate with no
+  regression is 100 % by construction, and they can never be exact with two or three culprits.
+- Pinpoint is modelled after the current job_state.py: all values of a change pooled, the "same"
+  threshold from a re-derived copy of its simulated table (magnitude clamped to >= 1 IQR), so every
+  comparison is decided by 30 values per side and 160 attempts are never needed. A constant "same"
+  threshold (the issue suggested p >= 0.5) makes it spend far more samples; `baselines.pinpoint(...,
+  high=0.5)` runs that variant. Pinpoint compares failed attempts as a functional difference, so a
+  build break it lands in is reported as a culprit (catapult #3895); that is the tool's behaviour.
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="a ~1 minute slice; prints, writes nothing unless --out")
+    ap.add_argument("--trials", type=int, default=None, help="trials per family (overrides the defaults)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--family", action="append", default=None, help="run only these families (repeatable)")
+    ap.add_argument("--out", type=Path, default=None, help="report path (default benchmarks/RESULTS.md for full runs)")
+    args = ap.parse_args()
+    families = [f for f in FAMILIES if not args.family or f.name in args.family]
+    if args.quick:
+        families = [f for f in families if f.quick]
+    trials = {
+        f.name: args.trials if args.trials is not None else (f.quick if args.quick else f.trials) for f in families
+    }
+    start = time.monotonic()
+    records = run_all(families, trials, args.seed, workers=args.workers)
+    wall = time.monotonic() - start
+    print(table(records, families))
+    print()
+    print("\n".join(targets(records, families)))
+    print(f"\nwall time {wall:.0f} s, {len(records)} strategy runs, {args.workers} worker(s)")
+    out = args.out or (
+        None if args.quick or args.trials is not None or args.family else Path(__file__).with_name("RESULTS.md")
+    )
+    if out:
+        command = ".venv/bin/python benchmarks/scenarios.py " + " ".join(sys.argv[1:])
+        write_report(out, command.strip(), args.seed, wall, args.workers, records, families, notes_for(records))
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
