@@ -52,6 +52,7 @@ from .stats import (
 MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 CONFIRM_MIN_ROUNDS_FACTOR = 2  # the confirmation also sizes the culprit's CI: give it more rounds
+MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
 EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
 DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
 DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
@@ -418,8 +419,16 @@ class Bisection:
         seg = _Segment([reference, *chain], [Verdict.GOOD, *([None] * (len(chain) - 1)), Verdict.BAD])
         retries = 0
         self.events.phase(f"bisecting {len(chain)} commits after {reference[:10]}")
+        stopped = False
         while True:
             probes = self._next_probes(seg)
+            if probes and seg.verdicts.count(Verdict.INCONCLUSIVE) >= MAX_INCONCLUSIVE_PROBES:
+                # The noise is too high for this minimum change: more probes would only walk
+                # through neighbours at the cap. Stop and report the open range instead.
+                self.notes.append(
+                    f"stopped probing after {MAX_INCONCLUSIVE_PROBES} inconclusive tests after {reference[:10]}"
+                )
+                probes, stopped = [], True
             if probes:
                 comps = self.compare_many([seg.positions[p] for p in probes], reference, "probe")
                 for pos, comp in zip(probes, comps, strict=True):
@@ -427,7 +436,9 @@ class Bisection:
                     seg.tests.append((pos, comp.llr))
                 continue
             b = boundary(seg.verdicts)
-            if self._extend_undecided(seg, b.ambiguous, reference):
+            if stopped:
+                b = replace(b, ambiguous=tuple(range(b.last_good + 1, b.first_bad)))
+            elif self._extend_undecided(seg, b.ambiguous, reference):
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
@@ -523,14 +534,18 @@ class Bisection:
         return RevertCheck(status, info.sha, comp)
 
     def _note_unresolved(self, c: Culprit) -> None:
-        undecided = [a for a in c.ambiguous_with if self.verdicts.get(a, ("", Verdict.SKIP))[1] is Verdict.INCONCLUSIVE]
-        skipped = [a for a in c.ambiguous_with if a not in undecided]
-        if not undecided and c.confirmed:
+        undecided = [a for a in c.ambiguous_with if self.verdicts.get(a, ("", None))[1] is Verdict.INCONCLUSIVE]
+        untested = [a for a in c.ambiguous_with if a not in self.verdicts]
+        skipped = [a for a in c.ambiguous_with if a not in undecided and a not in untested]
+        if not undecided and not untested and c.confirmed:
             return
         why, resolve = [], []
         if undecided:
             why.append(f"{len(undecided)} commit(s) stayed inconclusive at the cap")
             resolve.append(f"more samples for {', '.join(a[:10] for a in undecided)} (--max-rounds {self.config.max_rounds * 2})")
+        if untested:
+            why.append(f"{len(untested)} commit(s) were not measured: the search stopped at too many inconclusive tests")
+            resolve.append("less noise (quieter machine, more reps) or a larger min_change_pct, then bisect this range")
         if skipped:
             why.append(f"{len(skipped)} commit(s) cannot be built or run")
             resolve.append(f"a fixed build of {', '.join(a[:10] for a in skipped)}")

@@ -462,6 +462,9 @@ def targets(records: list[Record], families: list[Family]) -> list[str]:
     return out
 
 
+PARALLEL_TRIALS = 60  # single-culprit histories per K in the --jobs sweep
+
+
 def write_report(
     path: Path,
     command: str,
@@ -475,6 +478,10 @@ def write_report(
     trials = ", ".join(
         f"{f.name} {sum(1 for r in records if r.family == f.name and r.strategy == 'attrib')}" for f in families
     )
+    from parallel_sweep import sweep
+    from parallel_sweep import table as parallel_table
+
+    parallel = parallel_table(sweep(PARALLEL_TRIALS, seed), PARALLEL_TRIALS)
     text = f"""# Scenario benchmark: attrib against Pinpoint, git bisect and asv find
 
 Command: `{command}`; seed {seed}; date {date.today().isoformat()}; wall time {wall:.0f} s on {workers} worker(s);
@@ -513,6 +520,10 @@ Pinpoint "BuildNumberExceeded"). Budget = ceil(log2 N) + 4 builds, single-culpri
 ## Why targets are missed
 
 {analysis(records, families)}
+
+## Parallel probes: rounds needed for K = 1, 2, 4, 8 (`--jobs K`)
+
+{parallel}
 
 ## Notes
 

@@ -346,7 +346,7 @@ def test_pooled_sigma_is_infinite_without_two_values_in_a_set(sets: list[list[fl
 
 def test_pooled_sigma_is_an_upper_bound_on_the_sample_sd() -> None:
     rng = np.random.default_rng(3)
-    for n in (2, 3, 5, 10, 40):
+    for n in (2, 3, 5, 10, 19):  # below 20 residuals nothing is winsorized
         for _ in range(20):
             x = rng.normal(0.0, 0.01, n)
             sd = float(np.std(x, ddof=1))
@@ -355,6 +355,15 @@ def test_pooled_sigma_is_an_upper_bound_on_the_sample_sd() -> None:
             # exactly the 80 % upper confidence bound of a normal sd
             dof = n - 1
             assert got == pytest.approx(max(sd * math.sqrt(dof / sps.chi2.ppf(SIGMA_UPPER_QUANTILE, dof)), SIGMA_FLOOR))
+
+
+def test_pooled_sigma_shrugs_off_one_wild_round_among_many() -> None:
+    rng = np.random.default_rng(5)
+    history = [rng.normal(0.0, 0.006, 10) for _ in range(12)]
+    clean = pooled_sigma(history)
+    wild = [*history[:-1], np.append(history[-1][:-1], 0.25)]  # one shift 40x the typical one
+    assert pooled_sigma(wild) < 2 * clean
+    assert float(np.std(np.concatenate(wild), ddof=1)) > 4 * clean  # the plain sd would not
 
 
 def test_pooled_sigma_covers_the_true_sd_about_80_percent_of_the_time() -> None:
