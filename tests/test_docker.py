@@ -177,3 +177,21 @@ def test_docker_and_local_agree_on_the_same_tree(engine, make_tree, tmp_path):
     assert res.code == 0, res.stderr
     local_result = json.loads((tmp_path / "local.json").read_text())
     assert [c["commit"] for c in docker_result["culprits"]] == [c["commit"] for c in local_result["culprits"]] == tree.culprits
+
+
+@pytest.mark.parametrize(
+    ("name", "tree_spec", "code"),
+    [
+        ("two culprits", {"commits": 24, "culprits": ((7, 6), (17, 7)), "broken": None}, 0),
+        ("merge", {"commits": 16, "culprits": (), "broken": None, "merge_at": 9, "side_commits": 4, "side_culprit": (2, 10)}, 0),
+        ("no regression", {"commits": 16, "culprits": (), "broken": (3, 5)}, 10),
+    ],
+)
+def test_local_scenarios_pass_in_docker_too(engine, make_tree, tmp_path, name, tree_spec, code):
+    tree = make_tree(spec(**tree_spec))
+    proc, result = _bisect(tree, tmp_path, _recipe(tmp_path), tmp_path / "work")
+    assert proc.returncode == code, (name, proc.stderr)
+    assert [c["commit"] for c in result["culprits"]] == tree.culprits
+    if tree_spec.get("merge_at"):
+        assert result["culprits"][0]["via_merge"] == tree.merge
+    assert _leftovers(engine) == []
