@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -49,8 +50,13 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a CI job cancelled) cleans up exactly like Ctrl-C
+
+
 def _guard(fn: Callable[[], int]) -> None:
     """The one place errors become exit codes."""
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         code = fn()
     except AttribError as exc:

@@ -56,8 +56,9 @@ def plan(
     if executor not in EXECUTORS:
         raise InputError(f"--executor {executor!r}: expected one of: {', '.join(EXECUTORS)}")
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
-    made = make_executor(executor, recipe.build, recipe.path.parent)
-    return Plan(repo, good, bad, recipe, bench, executor, workdir or default_workdir(repo.path), made)
+    workdir = (workdir or default_workdir(repo.path)).resolve()
+    made = make_executor(executor, recipe.build, recipe.path.parent, workdir)
+    return Plan(repo, good, bad, recipe, bench, executor, workdir, made)
 
 
 def _tools(p: Plan) -> tuple[Mirror, Builder, CommandRunner]:
@@ -90,11 +91,14 @@ def run_bisect(
     if jobs < 1:
         raise InputError(f"--jobs {jobs}: expected a positive integer")
     start = time.monotonic()
-    mirror, builder, runner = _tools(p)
-    engine = Bisection(
-        p.repo, builder, runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
-    )
-    outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
+    try:
+        mirror, builder, runner = _tools(p)
+        engine = Bisection(
+            p.repo, builder, runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
+        )
+        outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
+    finally:
+        p.executor.close()
     ctx = RunContext(
         repo=p.repo.path,
         recipe=p.recipe,
@@ -114,7 +118,10 @@ def run_bisect(
 
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
-    _, builder, runner = _tools(p)
-    engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
-    comp = engine.compare(p.bad, p.good, "compare")
+    try:
+        _, builder, runner = _tools(p)
+        engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
+        comp = engine.compare(p.bad, p.good, "compare")
+    finally:
+        p.executor.close()
     return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}

@@ -39,10 +39,11 @@ def engine():
     return client
 
 
-def _leftovers(client) -> list[str]:
+def _leftovers(client, workdir: Path) -> list[str]:
+    """This test's containers still on the engine (other tests may run beside it)."""
     from attrib.executors.docker import leftover_containers
 
-    return leftover_containers(client)
+    return leftover_containers(client, workdir)
 
 
 def _recipe(tmp_path: Path, *, hang: bool = False, image: str = IMAGE, extra_build: str = "") -> Path:
@@ -80,7 +81,7 @@ def test_docker_bisect_with_a_build_break_that_hangs(engine, make_tree, tmp_path
     reasons = [f["reason"] for f in result["build_failures"]]
     assert reasons and all("timed out" in r for r in reasons)
     assert "image `attrib/cpu:latest`" in (tmp_path / "r.md").read_text()
-    assert _leftovers(engine) == []
+    assert _leftovers(engine, tmp_path / "work") == []
 
 
 def test_docker_builds_as_non_root_without_network_and_caches(engine, make_tree, tmp_path):
@@ -99,7 +100,7 @@ def test_docker_builds_as_non_root_without_network_and_caches(engine, make_tree,
     assert first["builds_fresh"] == first["builds"] > 0
     assert second["builds_fresh"] == 0 and second["builds_cached"] == second["builds"]
     assert [c["commit"] for c in second["culprits"]] == tree.culprits
-    assert _leftovers(engine) == []
+    assert _leftovers(engine, tmp_path / "work") == []
 
 
 def test_engine_not_reachable_is_one_line_and_exit_2(make_tree, tmp_path):
@@ -133,9 +134,9 @@ def test_ctrl_c_leaves_no_container_behind(engine, make_tree, tmp_path):
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not _leftovers(engine) and time.monotonic() < deadline and proc.poll() is None:
+        while not _leftovers(engine, tmp_path / "work") and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
-        assert _leftovers(engine), "a container should be running by now"
+        assert _leftovers(engine, tmp_path / "work"), "a container should be running by now"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -143,7 +144,7 @@ def test_ctrl_c_leaves_no_container_behind(engine, make_tree, tmp_path):
             proc.kill()
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert _leftovers(engine) == []
+    assert _leftovers(engine, tmp_path / "work") == []
 
 
 def test_two_bisections_of_one_repository_at_once(engine, make_tree, tmp_path):
@@ -161,7 +162,7 @@ def test_two_bisections_of_one_repository_at_once(engine, make_tree, tmp_path):
         _, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err
         assert [c["commit"] for c in json.loads(out.read_text())["culprits"]] == tree.culprits
-    assert _leftovers(engine) == []
+    assert _leftovers(engine, tmp_path / "shared-work") == []
 
 
 def test_docker_and_local_agree_on_the_same_tree(engine, make_tree, tmp_path):
@@ -194,4 +195,4 @@ def test_local_scenarios_pass_in_docker_too(engine, make_tree, tmp_path, name, t
     assert [c["commit"] for c in result["culprits"]] == tree.culprits
     if tree_spec.get("merge_at"):
         assert result["culprits"][0]["via_merge"] == tree.merge
-    assert _leftovers(engine) == []
+    assert _leftovers(engine, tmp_path / "work") == []

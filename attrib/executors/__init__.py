@@ -43,11 +43,17 @@ class Executor(Protocol):
         """What a result should record about where it ran (image digest, GPUs...)."""
         ...
 
+    def close(self) -> None:
+        """Release what the executor holds (containers); safe to call more than once."""
+        ...
+
 
 EXECUTORS = ("local", "docker")
 
 
-def make_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None) -> Executor:
+def make_executor(
+    name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None, workdir: Path | None = None
+) -> Executor:
     """The executor `name`, set up for the recipe's [build] section (docker: image, limits)."""
     from ..errors import InputError
 
@@ -64,5 +70,7 @@ def make_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path | 
         image = spec.image or DEFAULT_IMAGE
         if spec.dockerfile:
             image = build_recipe_image(client, (recipe_dir or Path.cwd()) / spec.dockerfile)
-        return DockerExecutor(image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client)
+        return DockerExecutor(
+            image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir
+        )
     raise InputError(f"--executor {name!r}: expected one of: {', '.join(EXECUTORS)}")

@@ -1,16 +1,19 @@
 """Build and run in containers on a real Docker engine, through the docker SDK.
 
-Every command gets a fresh container from the recipe's image with the checkout mounted at
-/src, as a non-root user, with the network off unless the recipe asks for it, CPU and memory
-limits, and the recipe's timeout: past it the container is killed. Containers carry the label
-`attrib.run=<id>` and are removed in a `finally`, so neither a timeout nor Ctrl-C leaves one
-behind. When the engine has the NVIDIA runtime, benchmark runs get the GPUs (a device
+Each checkout gets one container from the recipe's image with the checkout mounted at /src,
+as a non-root user, with the network off unless the recipe asks for it, and CPU and memory
+limits; its build commands and benchmark runs are execs in it. Past the recipe's timeout the
+container is killed and removed. Containers carry the labels `attrib.run=<id>` and
+`attrib.workdir=<work dir>` and are removed by `close()`, which the session calls in a
+`finally`, so neither a timeout nor Ctrl-C (nor SIGTERM, which the CLI turns into one)
+leaves one behind. When the engine has the NVIDIA runtime, benchmark runs get the GPUs (a device
 request) and the result says so.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,6 +22,7 @@ from pathlib import Path
 import docker
 import docker.errors
 import requests.exceptions
+from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from ..errors import InputError
@@ -27,8 +31,10 @@ from . import ProcessResult
 CONTAINER_WORKDIR = "/src"
 BUILD_UID = 1000  # the image's non-root user (containers/Dockerfile.cpu creates it)
 LABEL = "attrib.run"
+WORKDIR_LABEL = "attrib.workdir"
 DEFAULT_IMAGE = "attrib/cpu:latest"
 DEFAULT_MEMORY = "4g"
+EXEC_REAP_S = 10  # after killing a timed-out container, how long to wait for its exec to end
 
 
 class EngineUnavailable(InputError):
@@ -65,6 +71,7 @@ class DockerExecutor:
         cpus: float | None = None,
         memory: str = DEFAULT_MEMORY,
         client: docker.DockerClient | None = None,
+        workdir: Path | None = None,
     ) -> None:
         self.client = client or connect()
         try:
@@ -78,9 +85,13 @@ class DockerExecutor:
         self.cpus = cpus or float(os.cpu_count() or 1)
         self.memory = memory
         self.run_id = uuid.uuid4().hex[:12]
+        # which bisection a container belongs to: its own run, and the work dir it builds in
+        self.labels = {LABEL: self.run_id, WORKDIR_LABEL: str(workdir or "")}
         runtimes = self.client.info().get("Runtimes") or {}
         self.gpus = "nvidia" in runtimes
         self._owned: set[Path] = set()
+        self._live: dict[Path, Container] = {}
+        self._lock = threading.Lock()
 
     def identity(self) -> str:
         return f"docker:{self.image_id}"
@@ -89,10 +100,10 @@ class DockerExecutor:
         return {"image": self.image, "image_id": self.image_id, "digests": self.digests, "gpus": self.gpus}
 
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
-        return self._run(checkout, ["sh", "-c", command], dict(env), timeout_s, gpus=False)
+        return self._run(checkout, ["sh", "-c", command], dict(env), timeout_s)
 
     def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
-        return self._run(checkout, list(argv), {}, timeout_s, gpus=self.gpus)
+        return self._run(checkout, list(argv), {}, timeout_s)
 
     def _user(self, checkout: Path) -> str:
         if os.geteuid() != 0:
@@ -106,37 +117,70 @@ class DockerExecutor:
             self._owned.add(checkout)
         return f"{BUILD_UID}:{BUILD_UID}"
 
-    def _run(self, checkout: Path, argv: list[str], env: dict[str, str], timeout_s: float, gpus: bool) -> ProcessResult:
-        start = time.monotonic()
-        container = self.client.containers.create(
-            self.image,
-            argv,
-            working_dir=CONTAINER_WORKDIR,
-            volumes={str(checkout): {"bind": CONTAINER_WORKDIR, "mode": "rw"}},
-            user=self._user(checkout),
-            environment=env,
-            # the engine may run without a bridge (dockerd --bridge=none): host or nothing
-            network_mode="host" if self.network else "none",
-            mem_limit=self.memory,
-            nano_cpus=int(self.cpus * 1e9),
-            labels={LABEL: self.run_id},
-            device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None,
-        )
-        try:
-            container.start()
+    def _container(self, checkout: Path) -> Container:
+        """The long-lived container of one checkout: started once, every command is an exec in
+        it (a fresh container per command costs about half a second, an exec milliseconds)."""
+        with self._lock:
+            live = self._live.get(checkout)
+            if live is None:
+                live = self.client.containers.run(
+                    self.image,
+                    ["sleep", "infinity"],
+                    detach=True,
+                    working_dir=CONTAINER_WORKDIR,
+                    volumes={str(checkout): {"bind": CONTAINER_WORKDIR, "mode": "rw"}},
+                    user=self._user(checkout),
+                    # the engine may run without a bridge (dockerd --bridge=none): host or nothing
+                    network_mode="host" if self.network else "none",
+                    mem_limit=self.memory,
+                    nano_cpus=int(self.cpus * 1e9),
+                    labels=self.labels,
+                    device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else None,
+                )
+                self._live[checkout] = live
+            return live
+
+    def _discard(self, checkout: Path) -> None:
+        with self._lock:
+            live = self._live.pop(checkout, None)
+        if live is not None:
             try:
-                status = container.wait(timeout=timeout_s)
-                code, timed_out = int(status.get("StatusCode", -1)), False
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                container.kill()
-                code, timed_out = None, True
-            out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-            err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-        finally:
-            container.remove(force=True)
-        return ProcessResult(code, out, err, timed_out, time.monotonic() - start)
+                live.remove(force=True)  # kills whatever still runs in it
+            except docker.errors.NotFound:
+                pass
+
+    def close(self) -> None:
+        """Remove every container this executor started (also on Ctrl-C: callers use finally)."""
+        for checkout in list(self._live):
+            self._discard(checkout)
+
+    def _run(self, checkout: Path, argv: list[str], env: dict[str, str], timeout_s: float) -> ProcessResult:
+        start = time.monotonic()
+        api = self.client.api
+        container = self._container(checkout)
+        exec_id = api.exec_create(container.id, argv, environment=env, workdir=CONTAINER_WORKDIR)["Id"]
+        output: dict[str, tuple[bytes | None, bytes | None]] = {}
+        worker = threading.Thread(target=lambda: output.update(io=api.exec_start(exec_id, demux=True)), daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if worker.is_alive():
+            # Past the timeout: kill and remove the container, which ends the exec; the next
+            # command for this checkout gets a fresh container.
+            self._discard(checkout)
+            worker.join(EXEC_REAP_S)
+            return ProcessResult(None, "", "", True, time.monotonic() - start)
+        out, err = output.get("io") or (None, None)
+        code = api.exec_inspect(exec_id).get("ExitCode")
+        return ProcessResult(
+            None if code is None else int(code),
+            (out or b"").decode(errors="replace"),
+            (err or b"").decode(errors="replace"),
+            False,
+            time.monotonic() - start,
+        )
 
 
-def leftover_containers(client: docker.DockerClient) -> list[str]:
-    """Containers attrib made that still exist (there should be none after a run)."""
-    return [c.id for c in client.containers.list(all=True, filters={"label": LABEL})]
+def leftover_containers(client: docker.DockerClient, workdir: Path | None = None) -> list[str]:
+    """Containers attrib made (for one work dir, if given) that still exist: none after a run."""
+    label = LABEL if workdir is None else f"{WORKDIR_LABEL}={workdir.resolve()}"
+    return [c.id for c in client.containers.list(all=True, filters={"label": label})]

@@ -64,6 +64,9 @@ class LocalExecutor:
     def describe(self) -> dict[str, object]:
         return {"host": platform.node()}
 
+    def close(self) -> None:
+        pass  # every process is waited for or killed by run_process itself
+
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
         return run_process(["sh", "-c", command], checkout, env, timeout_s)
 
