@@ -324,6 +324,10 @@ class Bisection:
                 d = diffs[cand]
                 d.append(block_shift(ref_logs, oriented_logs(run.samples, self.bench.direction), self.bench.block_statistic))
                 sigma = pooled_sigma([*history, d])
+                if len(d) >= config.min_rounds:
+                    # Real noise is not stationary: when this comparison is noisier than the
+                    # history, its own spread wins, so a quiet past cannot make it overconfident.
+                    sigma = max(sigma, float(np.std(d, ddof=1)))
                 decision = sprt(d, self.delta, sigma, config)
                 cand_rec = self.record(cand)
                 self.events.round_done(cand_rec.info, ref.info, len(d), decision.llr, len(cand_rec.samples) + len(ref.samples))
