@@ -139,16 +139,12 @@ def bisect(
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
     10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
-    from .session import VERIFY_MODES, plan, run_bisect
+    from .session import plan, run_bisect
 
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
-        if verify not in VERIFY_MODES:
-            raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
-        if jobs < 1:
-            raise InputError(f"--jobs {jobs}: expected a positive integer")
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():

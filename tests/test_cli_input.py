@@ -124,3 +124,11 @@ def test_report_of_a_missing_or_wrong_file(tmp_path):
     (tmp_path / "x.json").write_text('{"schema": 9}')
     res = run_cli("report", tmp_path / "x.json")
     assert res.code == 2 and "schema" in res.stderr
+
+
+def test_bad_verify_mode(tree, tmp_path):
+    _assert_clean_failure(_bisect(tree, tmp_path, **{"--verify": "pray"}), tmp_path, "--verify", "revert")
+
+
+def test_bad_jobs(tree, tmp_path):
+    _assert_clean_failure(_bisect(tree, tmp_path, **{"--jobs": "0"}), tmp_path, "--jobs", "positive")
