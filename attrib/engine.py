@@ -44,6 +44,7 @@ from .stats import (
     min_change_shift,
     oriented_logs,
     pooled_sigma,
+    robust_sd,
     shift_estimate,
     sprt,
     to_pct,
@@ -327,7 +328,8 @@ class Bisection:
                 if len(d) >= config.min_rounds:
                     # Real noise is not stationary: when this comparison is noisier than the
                     # history, its own spread wins, so a quiet past cannot make it overconfident.
-                    sigma = max(sigma, float(np.std(d, ddof=1)))
+                    # Robust (MAD) spread: one disturbed round must not stall the test.
+                    sigma = max(sigma, robust_sd(d))
                 decision = sprt(d, self.delta, sigma, config)
                 cand_rec = self.record(cand)
                 self.events.round_done(cand_rec.info, ref.info, len(d), decision.llr, len(cand_rec.samples) + len(ref.samples))

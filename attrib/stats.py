@@ -104,12 +104,18 @@ def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) ->
     if dof == 0:
         return math.inf
     r = np.concatenate(residuals)
-    robust = 1.4826 * float(np.median(np.abs(r - np.median(r))))
+    robust = robust_sd(r)
     if r.size >= WINSOR_MIN_RESIDUALS and robust > 0:  # a MAD of a handful of values is no scale
         r = np.clip(r, -WINSOR_SCALES * robust, WINSOR_SCALES * robust)
     sd = math.sqrt(float(np.sum(r**2)) / dof)
     inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
     return max(sd * inflate, floor)
+
+
+def robust_sd(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: the sd of normal data, deaf to a few outliers."""
+    arr = np.asarray(values, dtype=float)
+    return 1.4826 * float(np.median(np.abs(arr - np.median(arr))))
 
 
 def sprt(
