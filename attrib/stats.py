@@ -30,7 +30,7 @@ from scipy.special import chdtri  # scipy.stats costs a second of start-up; this
 
 from .model import Direction, Verdict
 
-DEFAULT_ALPHA = 0.01  # P(call a commit bad | it did not change)
+DEFAULT_ALPHA = 0.001  # P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
 DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
 DEFAULT_MIN_ROUNDS = 5
 DEFAULT_MAX_ROUNDS = 60  # real machines have noisy spells: 40 left no-change tests undecided in CI

@@ -496,7 +496,7 @@ planted effect (k/2 %); with no regression it is drawn per trial from {", ".join
 and asv find have no threshold. Drift: +{DRIFT_PER_RUN / SIGMA:.2f} sigma per 10-sample run (Pinpoint:
 per 10 single-sample attempts). Failed runs: {FAIL_RATE:.0%} of runs crash. Build breaks: a stretch of
 2..5 unbuildable commits, elsewhere in the range or ending right before the culprit. attrib runs with
-its default `TestConfig()` (alpha = beta = 0.01, 5..{DEFAULT_MAX_ROUNDS} rounds) and 10 samples per run.
+its default `TestConfig()` (alpha = 0.001, beta = 0.01, 5..{DEFAULT_MAX_ROUNDS} rounds) and 10 samples per run.
 
 Trials per family (each strategy runs the same trials): {trials}.
 

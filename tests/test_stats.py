@@ -402,9 +402,9 @@ DELTA = min_change_shift(2.0)
 
 def test_config_thresholds() -> None:
     c = SprtConfig()
-    assert c.alpha == c.beta == 0.01
-    assert c.upper == pytest.approx(math.log(99))
-    assert c.lower == pytest.approx(-math.log(99))
+    assert (c.alpha, c.beta) == (0.001, 0.01)
+    assert c.upper == pytest.approx(math.log(0.99 / 0.001))
+    assert c.lower == pytest.approx(math.log(0.01 / 0.999))
 
 
 def test_sprt_waits_for_min_rounds() -> None:
