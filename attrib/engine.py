@@ -278,8 +278,6 @@ class Bisection:
         )
         self.build_all([reference, *candidates])
         results: dict[str, Comparison] = {}
-        ref_build = self.record(reference).build
-        assert ref_build is not None
         for cand in candidates:
             for sha in (reference, cand):
                 build = self.record(sha).build

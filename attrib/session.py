@@ -11,7 +11,7 @@ from typing import Any
 from .builds import Builder
 from .engine import Bisection, Events, Reverter
 from .errors import InputError, RepoError
-from .executors import EXECUTORS, Executor, make_executor
+from .executors import Executor, make_executor
 from .fsutil import file_lock
 from .gitrepo import GitRepo, Mirror, default_workdir
 from .model import CommitInfo
@@ -53,8 +53,6 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
-    if executor not in EXECUTORS:
-        raise InputError(f"--executor {executor!r}: expected one of: {', '.join(EXECUTORS)}")
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
     workdir = (workdir or default_workdir(repo.path)).resolve()
     made = make_executor(executor, recipe.build, recipe.path.parent, workdir)
