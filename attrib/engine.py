@@ -21,7 +21,7 @@ import math
 import random
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -263,7 +263,7 @@ class Bisection:
         purpose: str,
         min_rounds: int | None = None,
         *,
-        resume: dict[str, Sequence[float]] | None = None,
+        resume: Mapping[str, Sequence[float]] | None = None,
         max_rounds: int | None = None,
     ) -> list[Comparison]:
         """Sequential tests of each candidate against one reference, in shared rounds.

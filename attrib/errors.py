@@ -30,3 +30,16 @@ class RepoError(InputError):
 
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
+
+
+class GpuUnavailable(InputError):
+    """The recipe asks for a GPU (or NVRTC) that this machine does not have; says which and why."""
+
+
+class KernelCompileError(AttribError):
+    """NVRTC rejected a kernel. Inside a bisection this is that commit's failure, never the end."""
+
+    def __init__(self, name: str, arch: str, log: str) -> None:
+        first = next((ln for ln in log.splitlines() if "error" in ln), log.splitlines()[0] if log else "")
+        super().__init__(f"{name} ({arch}) does not compile: {first.strip()}")
+        self.log = log

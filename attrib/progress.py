@@ -49,7 +49,7 @@ class RichProgress(PlainProgress):
     """Finished events scroll above a live line that shows the comparison in progress."""
 
     def __init__(self, console: Console) -> None:
-        super().__init__(console.file)
+        super().__init__(console.file)  # type: ignore[arg-type]  # rich types it IO[str]
         self.console = console
         self.status = Text("starting")
         self.live = Live(self.status, console=console, transient=True, refresh_per_second=8)

@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecipeError
+from .gpu.build import KernelSource
+from .gpu.metrics import STATIC_METRICS
+from .gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
+from .gpu.suite import SUITE
 from .model import Direction
 
 SCHEMA_VERSION = 1
@@ -25,8 +29,45 @@ DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
-RUNNERS = ("command",)
+RUNNERS = ("command", "cupy")
 BLOCK_STATISTICS = ("faster_half", "all")  # docs/statistics.md: how a block is summarised
+CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
+CUPY_METRICS = ("time", *STATIC_METRICS)
+DEFAULT_ARCHS = ("sm_90",)
+
+
+@dataclass(frozen=True)
+class CupySpec:
+    """[benchmark.cupy]: which suite kernel, and what the tree under test decides about it.
+    Paths are relative to the built checkout (docs/recipes.md)."""
+
+    kernel: str
+    dtype: str
+    shape: dict[str, int] = field(default_factory=dict)
+    source: str | None = None
+    binary: str | None = None  # a cubin or PTX file the build produced
+    function: str | None = None
+    defines: dict[str, str] = field(default_factory=dict)
+    include_dirs: tuple[str, ...] = ()
+    mode: str = CUPY_MODES[0]
+    archs: tuple[str, ...] = DEFAULT_ARCHS
+    metric: str = "time"
+    block_ms: float = DEFAULT_BLOCK_MS
+    throttle_fraction: float = DEFAULT_THROTTLE_FRACTION
+
+    def kernel_source(self, checkout: Path | None) -> KernelSource:
+        """The compile inputs for one checkout (None: attrib's own kernels/, no tree)."""
+        root = checkout or Path(".")
+        return KernelSource(
+            kernel=self.kernel,
+            dtype=self.dtype,
+            shape=dict(self.shape),
+            source=root / self.source if self.source else None,
+            binary=root / self.binary if self.binary else None,
+            function=self.function,
+            defines=dict(self.defines),
+            include_dirs=tuple(root / d for d in self.include_dirs),
+        )
 
 
 @dataclass(frozen=True)
@@ -58,6 +99,7 @@ class BenchmarkSpec:
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
     block_statistic: str = BLOCK_STATISTICS[0]
+    cupy: CupySpec | None = None
 
     def argv(self, reps: int | None = None) -> list[str]:
         n = str(self.reps if reps is None else reps)
@@ -138,14 +180,98 @@ _BUILD: dict[str, tuple[Check, bool]] = {
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
     "runner": (_enum(RUNNERS), True),
-    "command": (_STR_LIST, True),
+    "command": (_STR_LIST, False),  # required for runner "command"
     "unit": (_STR, False),
     "direction": (_enum(tuple(d.value for d in Direction)), False),
     "timeout_s": (_POS_NUM, False),
     "reps": (_POS_INT, False),
     "min_change_pct": (_POS_NUM, False),
     "block_statistic": (_enum(BLOCK_STATISTICS), False),
+    "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
 }
+_REL_PATH: Check = (
+    lambda v: isinstance(v, str) and v != "" and not v.startswith("/") and ".." not in Path(v).parts,
+    "a path relative to the checkout (no '..')",
+)
+_ARCH: Check = (
+    lambda v: (
+        isinstance(v, list)
+        and len(v) > 0
+        and all(isinstance(x, str) and re.fullmatch(r"(sm|compute)_\d+a?", x) for x in v)
+    ),
+    'a non-empty list of architectures such as ["sm_90"]',
+)
+_DEFINES: Check = (
+    lambda v: (
+        isinstance(v, dict)
+        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v)
+        and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v.values())
+    ),
+    "a table of macro names to string or integer values",
+)
+_CUPY: dict[str, tuple[Check, bool]] = {
+    "kernel": (_enum(tuple(SUITE)), True),
+    "dtype": (_STR, False),
+    "shape": ((lambda v: isinstance(v, dict), "a table of problem sizes"), False),
+    "source": (_REL_PATH, False),
+    "binary": (_REL_PATH, False),
+    "function": (_STR, False),
+    "defines": (_DEFINES, False),
+    "include_dirs": (
+        (lambda v: isinstance(v, list) and all(_REL_PATH[0](x) for x in v), "a list of paths relative to the checkout"),
+        False,
+    ),
+    "mode": (_enum(CUPY_MODES), False),
+    "arch": (_ARCH, False),
+    "metric": (_enum(CUPY_METRICS), False),
+    "block_ms": (_POS_NUM, False),
+    "throttle_fraction": (
+        (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1, "a number in [0, 1)"),
+        False,
+    ),
+}
+
+
+def _parse_cupy(path: Path, prefix: str, table: dict[str, Any]) -> CupySpec:
+    _check_table(path, prefix, table, _CUPY)
+    kdef = SUITE[table["kernel"]]
+    dtype = table.get("dtype", kdef.dtypes[0])
+    if dtype not in kdef.dtypes:
+        raise RecipeError(
+            path, prefix + "dtype", f"kernel {kdef.name} takes dtype " + " or ".join(f'"{d}"' for d in kdef.dtypes)
+        )
+    shape = table.get("shape", {})
+    if problem := kdef.shape_errors(shape):
+        raise RecipeError(path, prefix + "shape", problem)
+    if "source" in table and "binary" in table:
+        raise RecipeError(
+            path, prefix + "binary", "give either source (compiled by attrib) or binary (built by the tree), not both"
+        )
+    if "function" in table and len(kdef.entries({**kdef.default_shape, **shape}, dtype)) > 1:
+        raise RecipeError(
+            path,
+            prefix + "function",
+            f"kernel {kdef.name} launches several functions; rename them in the source instead",
+        )
+    if "binary" in table and table.get("metric", "time") != "time":
+        raise RecipeError(
+            path, prefix + "metric", "static metrics need a source attrib compiles, not a prebuilt binary"
+        )
+    return CupySpec(
+        kernel=kdef.name,
+        dtype=dtype,
+        shape=dict(shape),
+        source=table.get("source"),
+        binary=table.get("binary"),
+        function=table.get("function"),
+        defines={k: str(v) for k, v in table.get("defines", {}).items()},
+        include_dirs=tuple(table.get("include_dirs", ())),
+        mode=table.get("mode", CUPY_MODES[0]),
+        archs=tuple(table.get("arch", DEFAULT_ARCHS)),
+        metric=table.get("metric", "time"),
+        block_ms=float(table.get("block_ms", DEFAULT_BLOCK_MS)),
+        throttle_fraction=float(table.get("throttle_fraction", DEFAULT_THROTTLE_FRACTION)),
+    )
 
 
 def _check_table(path: Path, prefix: str, table: dict[str, Any], spec: dict[str, tuple[Check, bool]]) -> None:
@@ -175,6 +301,19 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         if not isinstance(bench_t, dict):
             raise RecipeError(path, f"benchmark[{i}]", "expected a table")
         _check_table(path, prefix, bench_t, _BENCH)
+        runner = bench_t["runner"]
+        if runner == "command" and "command" not in bench_t:
+            raise RecipeError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
+        if runner == "cupy" and "command" in bench_t:
+            raise RecipeError(
+                path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
+            )
+        if runner == "cupy" and "cupy" not in bench_t:
+            raise RecipeError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
+        if runner != "cupy" and "cupy" in bench_t:
+            raise RecipeError(path, prefix + "cupy", 'only for runner = "cupy"')
+        cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == "cupy" else None
+        default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
         if bench_t["name"] in seen:
             raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
@@ -182,13 +321,14 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             BenchmarkSpec(
                 name=bench_t["name"],
                 runner=bench_t["runner"],
-                command=tuple(bench_t["command"]),
-                unit=bench_t.get("unit", "s"),
+                command=tuple(bench_t.get("command", ())),
+                unit=bench_t.get("unit", default_unit),
                 direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
                 block_statistic=bench_t.get("block_statistic", BLOCK_STATISTICS[0]),
+                cupy=cupy,
             )
         )
     return Recipe(

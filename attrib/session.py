@@ -10,14 +10,16 @@ from typing import Any
 
 from .builds import Builder
 from .engine import Bisection, Events, Reverter
-from .errors import InputError, RepoError
+from .errors import GpuUnavailable, InputError, RepoError
 from .executors import Executor, make_executor
 from .fsutil import file_lock
 from .gitrepo import GitRepo, Mirror, default_workdir
 from .model import CommitInfo
 from .recipe import BenchmarkSpec, Recipe, load_recipe
 from .result import RESULT_SCHEMA, RunContext, build_result, comparison_json
+from .runners import Runner
 from .runners.command import CommandRunner
+from .runners.cupy import CupyRunner
 from .stats import TestConfig
 
 
@@ -53,18 +55,43 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
+    check_runner_requirements(bench)
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
     workdir = (workdir or default_workdir(repo.path)).resolve()
     made = make_executor(executor, recipe.build, recipe.path.parent, workdir)
     return Plan(repo, good, bad, recipe, bench, executor, workdir, made)
 
 
-def _tools(p: Plan) -> tuple[Mirror, Builder, CommandRunner]:
+def make_runner(p: Plan) -> Runner:
+    if p.bench.runner == "cupy":
+        return CupyRunner(p.bench)
+    return CommandRunner(p.executor, p.bench)
+
+
+def check_runner_requirements(bench: BenchmarkSpec) -> None:
+    """A cupy benchmark needs NVRTC, and a GPU unless it bisects a static metric: say so
+    before anything is built (GpuUnavailable, exit 2)."""
+    if bench.cupy is None:
+        return
+    from .gpu import nvrtc
+
+    nvrtc.library()
+    if bench.cupy.metric == "time":
+        from .gpu.device import probe
+
+        if why := probe():
+            raise GpuUnavailable(
+                f"benchmark '{bench.name}' times kernels on a GPU, and there is none here: {why}"
+                " (a static metric such as metric = \"registers\" needs no GPU)"
+            )
+
+
+def _tools(p: Plan) -> tuple[Mirror, Builder, Runner]:
     p.workdir.mkdir(parents=True, exist_ok=True)
     with file_lock(p.workdir / "locks" / "mirror.lock"):
         mirror = Mirror(p.workdir, p.repo)
     builder = Builder(p.workdir, mirror, p.executor, p.recipe.build)
-    return mirror, builder, CommandRunner(p.executor, p.bench)
+    return mirror, builder, make_runner(p)
 
 
 def _reverter(p: Plan, mirror: Mirror) -> Reverter:

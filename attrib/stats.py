@@ -112,7 +112,7 @@ def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) ->
     return max(sd * inflate, floor)
 
 
-def robust_sd(values: Sequence[float]) -> float:
+def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     """1.4826 x the median absolute deviation: the sd of normal data, deaf to a few outliers."""
     arr = np.asarray(values, dtype=float)
     return 1.4826 * float(np.median(np.abs(arr - np.median(arr))))

@@ -1,0 +1,147 @@
+"""The cupy runner: compile the benchmark's kernel from each built checkout with NVRTC, load
+every commit's module side by side in this one process, check each against the NumPy
+reference, then time blocks of launches (gpu/protocol.py). The engine alternates reference
+and candidate runs, so good, bad and candidate modules are measured in interleaved rounds
+on a GPU whose state drifts for all of them alike.
+
+With `metric` set to a static metric the runner needs no GPU: each run returns that metric
+(+1, so that zero spills is a value) for every sample, and the bisection is deterministic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import AttribError, KernelCompileError
+from ..gpu.build import CompiledKernel, compile_kernel
+from ..gpu.metrics import KernelMetrics
+from ..gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
+from ..recipe import BenchmarkSpec, CupySpec
+from . import RunResult
+
+STATIC_OFFSET = 1  # static samples are metric + 1: the statistics compare ratios of positives
+
+
+@dataclass
+class _Prepared:
+    error: str = ""
+    compiled: CompiledKernel | None = None
+    problem: Any = None
+    calibration: Calibration | None = None
+
+
+class CupyRunner:
+    def __init__(self, spec: BenchmarkSpec, device_factory: Callable[[], GpuDevice] | None = None) -> None:
+        assert spec.cupy is not None
+        self.spec = spec
+        self.cupy: CupySpec = spec.cupy
+        self._factory = device_factory
+        self._device: Any = None
+        self._prepared: dict[Path, _Prepared] = {}
+        self._static: dict[tuple[Path, str], KernelMetrics | str] = {}
+
+    # --- static metrics (no GPU) ------------------------------------------------------------
+
+    def static_metrics(self, checkout: Path | None, arch: str | None = None) -> KernelMetrics | str:
+        """The primary kernel's metrics for `arch` (the first recipe arch by default), or why not."""
+        arch = arch or self.cupy.archs[0]
+        key = ((checkout or Path("")).resolve(), arch)
+        if key not in self._static:
+            try:
+                compiled = compile_kernel(self.cupy.kernel_source(checkout), arch)
+                m = compiled.primary_metrics()
+                self._static[key] = m if m is not None else f"no ptxas report for {arch}"
+            except KernelCompileError as exc:
+                self._static[key] = str(exc)
+        return self._static[key]
+
+    # --- Runner ------------------------------------------------------------------------------
+
+    def run(self, checkout: Path) -> RunResult:
+        start = time.monotonic()
+        if self.cupy.metric != "time":
+            m = self.static_metrics(checkout)
+            if isinstance(m, str):
+                return RunResult((), m, time.monotonic() - start)
+            value = float(m.value(self.cupy.metric) + STATIC_OFFSET)
+            return RunResult((value,) * self.spec.reps, "", time.monotonic() - start)
+        prepared = self._prepare(checkout)
+        if prepared.error:
+            return RunResult((), prepared.error, time.monotonic() - start)
+        assert prepared.calibration is not None
+        blocks = measure_blocks(
+            self.device,
+            prepared.problem,
+            prepared.calibration.plan,
+            self.spec.reps,
+            cold=self.cupy.mode == "cold",
+            throttle_fraction=self.cupy.throttle_fraction,
+        )
+        samples = tuple(b.ms_per_launch for b in blocks if not b.excluded)
+        excluded = tuple(b.excluded for b in blocks if b.excluded)
+        error = "" if samples else f"all {len(blocks)} blocks excluded ({excluded[0]})"
+        return RunResult(samples, error, time.monotonic() - start, excluded)
+
+    @property
+    def device(self) -> Any:
+        if self._device is None:
+            if self._factory is None:
+                from ..gpu.device import CupyDevice
+
+                self._device = CupyDevice()
+            else:
+                self._device = self._factory()
+        return self._device
+
+    def environment(self) -> dict[str, Any]:
+        return self.device.info() if self.cupy.metric == "time" else {}
+
+    def _prepare(self, checkout: Path) -> _Prepared:
+        """Once per checkout: compile, load, check at a small size, set up, calibrate. A
+        failure is remembered as that commit's failed run; it never ends the bisection."""
+        key = checkout.resolve()
+        if key in self._prepared:
+            return self._prepared[key]
+        prepared = _Prepared()
+        self._prepared[key] = prepared
+        dev = self.device
+        kdef = self.cupy.kernel_source(checkout).definition
+        try:
+            src = self.cupy.kernel_source(checkout)
+            shape = src.full_shape()
+            check_shape = kdef.check_shape_for(shape)
+            check_kernel = compile_kernel(src, dev.arch, check_shape)
+            timed_kernel = compile_kernel(src, dev.arch, shape)
+            check_problem = dev.setup(kdef, _by_role(dev.load(check_kernel), src.entries(check_shape), kdef.entries(check_shape, src.dtype)), check_shape, src.dtype)
+            wrong = dev.check(check_problem)
+            del check_problem
+            if wrong:
+                prepared.error = f"output differs from the NumPy reference at {_fmt(check_shape)}: {wrong}"
+                return prepared
+            funcs = _by_role(dev.load(timed_kernel), src.entries(shape), kdef.entries(shape, src.dtype))
+            prepared.problem = dev.setup(kdef, funcs, shape, src.dtype)
+            prepared.compiled = timed_kernel
+            prepared.calibration = calibrate(
+                dev, prepared.problem, block_ms=self.cupy.block_ms, cold=self.cupy.mode == "cold"
+            )
+        except KernelCompileError as exc:
+            prepared.error = str(exc)
+        except AttribError:
+            raise
+        except Exception as exc:  # a CUDA error in one commit's kernel is that commit's failure
+            prepared.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return prepared
+
+
+def _by_role(funcs: dict[str, Any], loaded: tuple[str, ...], roles: tuple[str, ...]) -> dict[str, Any]:
+    """Suite setup code asks for functions by the suite's entry names; a recipe `function`
+    may have renamed the single entry."""
+    return {role: funcs[name] for role, name in zip(roles, loaded, strict=True)}
+
+
+def _fmt(shape: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in shape.items())
