@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import GpuUnavailable, KernelCompileError
 
 _LIB: ctypes.CDLL | None = None
+_LIB_PATH = ""
 _LIB_LOCK = threading.Lock()
 
 
@@ -40,18 +41,25 @@ def _candidates() -> list[str]:
         found += sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")), reverse=True)
     if name := ctypes.util.find_library("nvrtc"):
         found.append(name)
+    try:  # NVIDIA's own locator, where installed (CuPy 14 and cuda-python use it)
+        from cuda import pathfinder
+
+        found.append(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
+    except Exception:
+        pass
     # builtins libraries sit next to the real one and are not it
     return [f for f in found if "builtins" not in os.path.basename(f) and ".alt." not in os.path.basename(f)]
 
 
 def library() -> ctypes.CDLL:
-    global _LIB
+    global _LIB, _LIB_PATH
     with _LIB_LOCK:
         if _LIB is None:
             errors = []
             for path in _candidates():
                 try:
                     _LIB = ctypes.CDLL(path)
+                    _LIB_PATH = path
                     break
                 except OSError as exc:
                     errors.append(f"{path}: {exc}")
@@ -61,6 +69,11 @@ def library() -> ctypes.CDLL:
                     f"NVRTC is not installed ({tried}); install the 'nvrtc' extra: pip install 'attrib[nvrtc]'"
                 )
         return _LIB
+
+
+def library_path() -> str:
+    library()
+    return _LIB_PATH
 
 
 def version() -> tuple[int, int]:

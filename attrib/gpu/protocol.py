@@ -28,7 +28,21 @@ WARMUP_LAUNCHES = 3
 class GpuDevice(Protocol):
     """What the runner needs from a GPU. `device.CupyDevice` is the real one."""
 
+    arch: str  # "sm_90": what kernels are compiled for
+
     def info(self) -> dict[str, Any]: ...
+
+    def load(self, compiled: Any) -> dict[str, Any]:
+        """Load a CompiledKernel; its functions by name expression."""
+        ...
+
+    def setup(self, kdef: Any, funcs: dict[str, Any], shape: dict[str, int], dtype: str, seed: int = 0) -> Any:
+        """Allocate and fill one problem (suite.Problem) on the device."""
+        ...
+
+    def check(self, problem: Any) -> str | None:
+        """Launch once and compare with the NumPy reference: None, or what is wrong."""
+        ...
 
     def reference_clock_mhz(self) -> float: ...
 
