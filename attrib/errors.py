@@ -30,3 +30,8 @@ class RepoError(InputError):
 
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
+
+
+class TrackerError(AttribError):
+    """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
+    before any filing starts, so nothing measured is lost; the message names the target."""

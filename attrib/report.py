@@ -7,10 +7,11 @@ below, and the raw counts sit in a collapsed <details> block.
 
 from __future__ import annotations
 
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
-from .plot import sparkline
+from .fsutil import atomic_write_text
+from .plot import plot_available, render_plot, sparkline
 
 LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20
@@ -321,3 +322,11 @@ def render_markdown(result: dict[str, Any], plot: str | None = None) -> str:
     out += _environment(result)
     out += _raw_counts(result)
     return "\n".join(out)
+
+
+def write_report(result: dict[str, Any], path: Path) -> Path | None:
+    """The report at `path` and, when matplotlib is installed, its plot next to it (same name,
+    .png), linked from the report. Returns the plot's path, or None (text only)."""
+    plot = render_plot(result, path.with_suffix(".png")) if plot_available() else None
+    atomic_write_text(path, render_markdown(result, plot=plot.name if plot else None))
+    return plot
