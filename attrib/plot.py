@@ -102,6 +102,17 @@ def render_plot(result: dict[str, Any], path: Path) -> Path:
                 ax.axvline(x - 0.5, color="tab:red", linestyle="--", linewidth=1)
         if stats:
             ax.bxp(stats, positions=list(range(len(rows))), widths=0.5, showfliers=False, manage_ticks=False)
+        if rows:
+            # Axis from the boxes (25-75 %) plus a margin: a few 2x outliers (a noisy machine)
+            # would otherwise squash the step the plot is there to show. Clipped points are counted.
+            lo = min(row["quantiles"][2] for row in rows) / factor
+            hi = max(row["quantiles"][4] for row in rows) / factor
+            pad = 0.75 * (hi - lo or abs(hi) * 0.01 or 1.0)
+            ax.set_ylim(lo - pad, hi + pad)
+            shown = [v / factor for row in rows for v in row.get("sample_values", [])]
+            outside = sum(1 for v in shown if not lo - pad <= v <= hi + pad)
+            if outside:
+                ax.text(0.99, 0.98, f"{outside} samples outside the axis", transform=ax.transAxes, ha="right", va="top", fontsize=7)
         ax.set_xticks(range(len(rows)))
         ax.set_xticklabels([row["commit"][:7] for row in rows], rotation=60, fontsize=7, family="monospace")
         for tick, row in zip(ax.get_xticklabels(), rows, strict=True):
