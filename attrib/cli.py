@@ -22,7 +22,7 @@ from .errors import AttribError, InputError
 from .fsutil import atomic_write_text
 from .model import Status
 from .progress import PlainProgress, RichProgress
-from .report import headline, render_markdown
+from .report import headline, render_markdown, write_report
 from .result import dump
 from .stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
 
@@ -86,18 +86,40 @@ def _progress() -> Any:
     return PlainProgress(sys.stderr)
 
 
-def _emit(result: dict[str, Any], json_out: Path | None, report_out: Path | None) -> int:
+def _emit(result: dict[str, Any], json_out: Path | None, report_out: Path | None, filing: Any = None) -> int:
     if json_out is not None:
         atomic_write_text(json_out, dump(result))
-    if report_out is not None:
-        atomic_write_text(report_out, render_markdown(result))
+    plot = write_report(result, report_out) if report_out is not None else None
     typer.echo(_plain(headline(result)))
     for c in result["culprits"]:
         typer.echo(f"culprit: {c['commit']} {c['subject']} ({c['author']}) {c['change_pct']:+.2f} % CI {c['ci_pct']}")
     for path, what in ((json_out, "result"), (report_out, "report")):
         if path is not None:
             typer.echo(f"{what}: {path}")
+    if filing is not None:  # after the files are written: a filing failure loses nothing
+        _file(result, filing, plot)
     return STATUS_EXIT[Status(result["status"])]
+
+
+def _file(result: dict[str, Any], filing: Any, plot: Path | None) -> None:
+    """--file-issue / --comment-on; a TrackerError from here is exit 1 (docs: README)."""
+    import tempfile
+
+    from .plot import plot_available, render_plot
+
+    with tempfile.TemporaryDirectory(prefix="attrib-plot-") as tmp:
+        if plot is None and plot_available():
+            plot = render_plot(result, Path(tmp) / "plot.png")
+        filing.run(result, plot, typer.echo)
+
+
+FileIssueOpt = typer.Option(
+    None, "--file-issue", help="File the report: github:OWNER/REPO, gitlab:GROUP/PROJECT or dir:PATH (culprits only)."
+)
+CommentOnOpt = typer.Option(
+    None, "--comment-on", help="Also post the report, whatever the outcome, on github:OWNER/REPO#N or gitlab:GROUP/PROJECT#N."
+)
+LabelOpt = typer.Option(None, "--label", help="Label of filed issues (repeatable) [default: performance-regression].")
 
 
 def _plain(markdown: str) -> str:
@@ -136,20 +158,25 @@ def bisect(
     verify: str = typer.Option(
         "confirm", "--verify", help="confirm: re-measure culprit^ vs culprit (always on); revert: also revert it on bad."
     ),
+    file_issue: str | None = FileIssueOpt,
+    comment: str | None = CommentOnOpt,
+    label: list[str] | None = LabelOpt,
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
     10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
     from .session import plan, run_bisect
+    from .tracker import Filing
 
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
+        filing = Filing.prepare(file_issue, comment, label)
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, config, seed, progress, jobs=jobs, verify=verify)
-        return _emit(result, json_out, report_out)
+        return _emit(result, json_out, report_out, filing)
 
     _guard(go)
 
@@ -196,10 +223,15 @@ def compare(
 def report(
     result_json: Path = typer.Argument(..., help="A result JSON written by `attrib bisect --json`."),
     out: Path | None = typer.Option(None, "--out", help="Write the markdown here instead of stdout."),
+    file_issue: str | None = FileIssueOpt,
+    comment: str | None = CommentOnOpt,
+    label: list[str] | None = LabelOpt,
 ) -> None:
-    """Render the markdown report of a stored result."""
+    """Render the markdown report of a stored result (and file it with --file-issue)."""
+    from .tracker import Filing
 
     def go() -> int:
+        filing = Filing.prepare(file_issue, comment, label)
         try:
             result = json.loads(result_json.read_text())
         except FileNotFoundError:
@@ -208,12 +240,14 @@ def report(
             raise InputError(f"{result_json}: not JSON ({exc})") from None
         if not isinstance(result, dict) or result.get("schema") != 1:
             raise InputError(f"{result_json}: key 'schema': expected a result document with schema 1")
-        text = render_markdown(result)
+        plot = None
         if out is None:
-            typer.echo(text)
+            typer.echo(render_markdown(result))
         else:
             _check_output(out, "--out")
-            atomic_write_text(out, text)
+            plot = write_report(result, out)
+        if filing is not None:
+            _file(result, filing, plot)
         return EXIT_OK
 
     _guard(go)

@@ -43,3 +43,8 @@ class KernelCompileError(AttribError):
         first = next((ln for ln in log.splitlines() if "error" in ln), log.splitlines()[0] if log else "")
         super().__init__(f"{name} ({arch}) does not compile: {first.strip()}")
         self.log = log
+
+
+class TrackerError(AttribError):
+    """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
+    before any filing starts, so nothing measured is lost; the message names the target."""

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import __version__
 from .engine import Comparison, Outcome, RevertCheck
 from .model import Direction, Verdict
@@ -26,6 +28,11 @@ from .recipe import BenchmarkSpec, Recipe
 from .stats import TestConfig, to_pct
 
 RESULT_SCHEMA = 1
+# Per tested commit the result keeps a bounded picture of its samples for the report's plot:
+# fixed quantiles, and at most this many values (the samples' own quantiles at evenly spaced
+# probabilities when there are more, so the shape survives and a long run stays small).
+QUANTILE_PROBS = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+MAX_SAMPLE_VALUES = 64
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,22 @@ def _revert_json(check: RevertCheck | None, direction: Direction) -> dict[str, A
         "bad_vs_reverted_pct": _pct_ci(comp, direction)[0] if comp and comp.diffs else None,
         "ci_pct": _pct_ci(comp, direction)[1] if comp and comp.diffs else None,
         "rounds": len(comp.diffs) if comp else 0,
+    }
+
+
+def _sig(v: float) -> float:
+    return float(f"{v:.6g}")  # six significant digits: far below any noise, keeps the JSON small
+
+
+def sample_summary(samples: list[float]) -> dict[str, Any]:
+    """`quantiles` (at QUANTILE_PROBS) and `sample_values` (<= MAX_SAMPLE_VALUES) of a commit."""
+    if not samples:
+        return {"quantiles": None, "sample_values": []}
+    arr = np.asarray(samples, dtype=float)
+    values = arr if arr.size <= MAX_SAMPLE_VALUES else np.quantile(arr, np.linspace(0.0, 1.0, MAX_SAMPLE_VALUES))
+    return {
+        "quantiles": [_sig(q) for q in np.quantile(arr, QUANTILE_PROBS)],
+        "sample_values": [_sig(v) for v in values],
     }
 
 
@@ -203,6 +226,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
                 if rec.build is None
                 else {"ok": rec.build.ok, "cached": rec.build.cached, "reason": rec.build.reason, "log": rec.build.log_path},
                 "failed_runs": rec.failed_runs,
+                **sample_summary(rec.samples),
             }
         )
 

@@ -1,0 +1,170 @@
+"""Filing a result into an issue tracker: `--file-issue` and `--comment-on`.
+
+Rules: only a found culprit opens (or updates) an issue; one issue per culprit, deduplicated
+by a hidden fingerprint sha256(project, culprit, benchmark): the same culprit in the same
+tracker project is the same issue, whichever machine or clone bisected it. When an open
+issue with the fingerprint exists, the report is added as a comment instead. Any outcome
+(not reproduced, inconclusive) may go where the caller asked with --comment-on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..report import render_markdown, title
+from .base import FINGERPRINT_MARK, RUN_MARK, Posted, Sink, marker
+from .http import Sleep
+
+DEFAULT_LABEL = "performance-regression"
+KINDS = ("github", "gitlab", "dir")
+_PROJECT = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+")
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # github | gitlab | dir
+    project: str  # OWNER/REPO, GROUP/[SUBGROUP/]PROJECT, or a directory
+    number: int | None = None  # --comment-on: the issue to comment on
+
+
+def parse_target(spec: str, option: str = "--file-issue") -> Target:
+    """`github:OWNER/REPO`, `gitlab:GROUP/PROJECT` or `dir:PATH`; with --comment-on, github and
+    gitlab take `#NUMBER` (the triggering issue)."""
+    comment = option == "--comment-on"
+    expected = (
+        "expected github:OWNER/REPO#NUMBER or gitlab:GROUP/PROJECT#NUMBER"
+        if comment
+        else "expected github:OWNER/REPO, gitlab:GROUP/PROJECT or dir:PATH"
+    )
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in (("github", "gitlab") if comment else KINDS) or not rest:
+        raise InputError(f"{option} {spec!r}: {expected}")
+    if kind == "dir":
+        return Target(kind, rest)
+    number = None
+    if comment:
+        project, hash_, num = rest.rpartition("#")
+        if not hash_ or not num.isdigit() or int(num) < 1:
+            raise InputError(f"{option} {spec!r}: {expected}")
+        rest, number = project, int(num)
+    if not _PROJECT.fullmatch(rest) or (kind == "github" and rest.count("/") != 1):
+        raise InputError(f"{option} {spec!r}: {expected}")
+    return Target(kind, rest, number)
+
+
+def open_sink(target: Target, env: dict[str, str] | None = None, sleep: Sleep | None = None) -> Sink:
+    """The sink for a target; checks what can be checked before any work (the token is set)."""
+    from .directory import Directory
+    from .github import GitHub
+    from .gitlab import GitLab
+
+    if target.kind == "github":
+        return GitHub(target.project, env, sleep)
+    if target.kind == "gitlab":
+        return GitLab(target.project, env, sleep)
+    return Directory(target.project)
+
+
+def fingerprint(project: str, culprit: str, benchmark: str) -> str:
+    return hashlib.sha256(f"{project}\n{culprit}\n{benchmark}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Filed:
+    action: str  # opened | commented | skipped
+    where: str  # URL, file, or why it was skipped
+
+
+def _mention(sink: Sink, culprit: dict[str, Any]) -> str:
+    login = sink.handle(culprit["commit"])
+    who = f"@{login}" if login else culprit["author"]
+    return f"cc {who}: attrib attributes this regression to `{culprit['commit'][:10]}`, your commit."
+
+
+def _body(result: dict[str, Any], fp: str, run_id: str, plot: str | None, lead: str = "") -> str:
+    marks = f"{marker(FINGERPRINT_MARK, fp)}\n{marker(RUN_MARK, run_id)}\n"
+    return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=plot)
+
+
+def file_issues(
+    result: dict[str, Any],
+    sink: Sink,
+    labels: list[str],
+    plot: Path | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> list[Filed]:
+    """One issue per culprit (or a comment on its open twin). Nothing for other outcomes."""
+    if result["status"] != "culprit_found":
+        why = f"not filed in {sink.target}: status {result['status']}; only a found culprit opens an issue (use --comment-on)"
+        log(why)
+        return [Filed("skipped", why)]
+    filed = []
+    for c in result["culprits"]:
+        fp = fingerprint(sink.project, c["commit"], result["benchmark"])
+        run_id = uuid.uuid4().hex
+        existing = sink.find_open(fp, labels[0] if labels else None)
+        ref = sink.attach(plot, fp) if plot is not None else None
+        if existing is not None:
+            lead = f"attrib measured this regression again (`{result['benchmark']}`, `{c['commit'][:10]}`)."
+            posted: Posted = sink.comment(existing.number, _body(result, fp, run_id, ref, lead), run_id)
+            filed.append(Filed("commented", posted.url))
+        else:
+            body = _body(result, fp, run_id, ref, _mention(sink, c))
+            posted = sink.create(title(result, c), body, labels, run_id)
+            filed.append(Filed("opened", posted.url))
+        log(f"{filed[-1].action}: {filed[-1].where}")
+    return filed
+
+
+def comment_on(
+    result: dict[str, Any],
+    sink: Sink,
+    number: int,
+    plot: Path | None = None,
+    filed: list[Filed] | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> Filed:
+    """The report of any outcome as a comment on the issue the caller named."""
+    run_id = uuid.uuid4().hex
+    fp = fingerprint(sink.project, f"comment-on#{number}", result["benchmark"])
+    ref = sink.attach(plot, fp) if plot is not None else None
+    opened = [f.where for f in filed or [] if f.action != "skipped"]
+    lead = ("Filed: " + ", ".join(opened)) if opened else ""
+    posted = sink.comment(number, _body(result, fp, run_id, ref, lead), run_id)
+    log(f"commented: {posted.url}")
+    return Filed("commented", posted.url)
+
+
+@dataclass(frozen=True)
+class Filing:
+    """What --file-issue/--comment-on/--label asked for, validated before any work starts (a
+    bisection can take an hour; a typo or a missing token must not wait for its end)."""
+
+    file_sink: Sink | None
+    comment_sink: Sink | None
+    number: int | None
+    labels: list[str]
+
+    @classmethod
+    def prepare(cls, file_issue: str | None, comment: str | None, labels: list[str] | None) -> Filing | None:
+        if file_issue is None and comment is None:
+            return None
+        labels = list(labels) if labels else [DEFAULT_LABEL]
+        if any(not label.strip() or "," in label for label in labels):
+            raise InputError(f"--label {labels!r}: expected non-empty labels without commas")
+        file_sink = open_sink(parse_target(file_issue)) if file_issue is not None else None
+        target = parse_target(comment, "--comment-on") if comment is not None else None
+        comment_sink = open_sink(target) if target is not None else None
+        return cls(file_sink, comment_sink, target.number if target else None, labels)
+
+    def run(self, result: dict[str, Any], plot: Path | None, log: Callable[[str], None]) -> None:
+        filed = file_issues(result, self.file_sink, self.labels, plot, log) if self.file_sink else []
+        if self.comment_sink is not None and self.number is not None:
+            comment_on(result, self.comment_sink, self.number, plot, filed, log)

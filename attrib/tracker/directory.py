@@ -1,0 +1,64 @@
+"""dir:PATH — the tracker for people without one (and for CI artifacts): a directory per
+fingerprint holding report.md (+ plot.png); a repeat appends a comment section to it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..errors import InputError
+from ..fsutil import atomic_write_text
+from .base import Posted, marker
+from .http import utc_now
+
+FINGERPRINT_DIR_CHARS = 16
+
+
+class Directory:
+    def __init__(self, path: str) -> None:
+        self.root = Path(path).expanduser()
+        self.target = f"dir:{path}"
+        self.project = str(self.root.resolve())
+        if self.root.exists() and not self.root.is_dir():
+            raise InputError(f"--file-issue {self.target}: {self.root} exists and is not a directory")
+        self._plots = 0
+
+    def _dir(self, fingerprint: str) -> Path:
+        return self.root / fingerprint[:FINGERPRINT_DIR_CHARS]
+
+    def find_open(self, fingerprint: str, label: str | None) -> Posted | None:
+        report = self._dir(fingerprint) / "report.md"
+        if report.exists() and marker("attrib-fingerprint", fingerprint) in report.read_text():
+            return Posted(1, str(report))
+        return None
+
+    def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted:
+        fingerprint = body.split("attrib-fingerprint: ", 1)[1].split(" ", 1)[0]
+        report = self._dir(fingerprint) / "report.md"
+        head = f"<!-- title: {title} -->\n<!-- labels: {', '.join(labels)} -->\n"
+        atomic_write_text(report, head + body)
+        return Posted(1, str(report))
+
+    def comment(self, number: int, body: str, run_id: str) -> Posted:
+        # number is meaningless here; the fingerprint in the body names the file
+        fingerprint = body.split("attrib-fingerprint: ", 1)[1].split(" ", 1)[0]
+        report = self._dir(fingerprint) / "report.md"
+        text = report.read_text()
+        n = text.count("\n## Comment ") + 1
+        atomic_write_text(report, text + f"\n\n---\n\n## Comment {n} ({utc_now()})\n\n{body}")
+        return Posted(n, f"{report}#comment-{n}")
+
+    def handle(self, sha: str) -> str | None:
+        return None
+
+    def attach(self, plot: Path, fingerprint: str) -> str | None:
+        folder = self._dir(fingerprint)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = "plot.png"
+        if (folder / name).exists():  # a comment's plot sits next to the first, never over it
+            n = 2
+            while (folder / f"plot-{n}.png").exists():
+                n += 1
+            name = f"plot-{n}.png"
+        shutil.copyfile(plot, folder / name)
+        return name

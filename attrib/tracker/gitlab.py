@@ -1,0 +1,75 @@
+"""GitLab REST v4 issues: search by fingerprint, create, add a note."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from ..errors import TrackerError
+from .base import Posted, marker
+from .http import HttpClient, Sleep
+
+DEFAULT_API = "https://gitlab.com/api/v4"
+TOKEN_VAR = "GITLAB_TOKEN"
+NEED_READ = "read_api scope and at least the Guest role"
+NEED_WRITE = "api scope and at least the Reporter role"
+
+
+class GitLab:
+    def __init__(self, project: str, env: dict[str, str] | None = None, sleep: Sleep | None = None) -> None:
+        env = dict(os.environ) if env is None else env
+        self.project = project
+        self.target = f"gitlab:{project}"
+        token = env.get(TOKEN_VAR, "")
+        if not token:
+            raise TrackerError(f"{self.target}: {TOKEN_VAR} is not set; filing needs a token with the {NEED_WRITE}")
+        base = env.get("CI_API_V4_URL") or DEFAULT_API  # GitLab CI sets it; self-hosted works
+        kw: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
+        self.http = HttpClient(base, {"PRIVATE-TOKEN": token}, target=self.target, token_var=TOKEN_VAR, **kw)
+        self.path = "/projects/" + urllib.parse.quote(project, safe="")
+
+    def find_open(self, fingerprint: str, label: str | None) -> Posted | None:
+        mark = marker("attrib-fingerprint", fingerprint)
+        params: dict[str, str | int] = {"state": "opened", "search": fingerprint, "in": "description", "per_page": 100}
+        for issue in self.http.request("GET", f"{self.path}/issues", params=params, need=NEED_READ):
+            if mark in (issue.get("description") or ""):  # search is by words: check the exact marker
+                return Posted(issue["iid"], issue["web_url"])
+        return None
+
+    def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted:
+        fingerprint = body.split("attrib-fingerprint: ", 1)[1].split(" ", 1)[0]
+        data = self.http.request(
+            "POST",
+            f"{self.path}/issues",
+            body={"title": title, "description": body, "labels": ",".join(labels)},
+            need=NEED_WRITE,
+            recheck=lambda: self.find_open(fingerprint, None),
+        )
+        return data if isinstance(data, Posted) else Posted(data["iid"], data["web_url"])
+
+    def _find_note(self, iid: int, run_id: str) -> Posted | None:
+        mark = marker("attrib-run", run_id)
+        params: dict[str, str | int] = {"sort": "desc", "order_by": "created_at", "per_page": 100}
+        for note in self.http.request("GET", f"{self.path}/issues/{iid}/notes", params=params, need=NEED_READ):
+            if mark in (note.get("body") or ""):
+                return Posted(iid, f"#note_{note['id']}")
+        return None
+
+    def comment(self, number: int, body: str, run_id: str) -> Posted:
+        data = self.http.request(
+            "POST",
+            f"{self.path}/issues/{number}/notes",
+            body={"body": body},
+            need=NEED_WRITE,
+            recheck=lambda: self._find_note(number, run_id),
+        )
+        return data if isinstance(data, Posted) else Posted(number, f"#note_{data['id']}")
+
+    def handle(self, sha: str) -> str | None:
+        return None  # GitLab's commit API gives a name and e-mail, not an account: mention by name
+
+    def attach(self, plot: Path, fingerprint: str) -> str | None:
+        return None  # uploads need multipart; not done yet (the sparkline stands in)
+

@@ -1,0 +1,151 @@
+"""A small JSON-over-HTTP client on the standard library's urllib.request.
+
+Why not httpx: attrib needs a handful of JSON requests with our own retry policy, and the
+stdlib keeps the dependency list (and the surface a token passes through) small.
+
+Retries: 5xx and connection errors back off exponentially (bounded attempts); 429, and a 403
+that says it is a rate limit, wait as long as Retry-After asks (bounded). A request that may
+have been processed before it failed (a dropped connection, a 5xx) is only re-sent after
+`recheck` found nothing: that is how an issue is never filed twice. 401/403/404 end at once
+with one line naming the target and what the token lacks. The token lives only in the request
+headers: it is never part of a message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import TrackerError
+
+MAX_ATTEMPTS = 5
+BACKOFF_S = 1.0  # first wait; doubles per attempt
+MAX_WAIT_S = 60.0  # a longer Retry-After is an error, not a silent hour-long hang
+TIMEOUT_S = 30.0
+
+Sleep = Callable[[float], None]
+
+
+def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    value = headers.get("Retry-After")
+    if value:
+        value = value.strip()
+        if value.isdigit():
+            return float(value)
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - now)
+    # GitHub's primary rate limit: remaining 0 and the reset time as epoch seconds.
+    if headers.get("X-RateLimit-Remaining") == "0" and (reset := headers.get("X-RateLimit-Reset", "")).isdigit():
+        return max(0.0, float(reset) - now)
+    return None
+
+
+class HttpClient:
+    def __init__(
+        self,
+        base_url: str,
+        auth_headers: Mapping[str, str],
+        *,
+        target: str,
+        token_var: str,
+        sleep: Sleep = time.sleep,
+        max_attempts: int = MAX_ATTEMPTS,
+        backoff_s: float = BACKOFF_S,
+        max_wait_s: float = MAX_WAIT_S,
+        timeout_s: float = TIMEOUT_S,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth = dict(auth_headers)
+        self.target, self.token_var = target, token_var
+        self.sleep, self.max_attempts = sleep, max_attempts
+        self.backoff_s, self.max_wait_s, self.timeout_s = backoff_s, max_wait_s, timeout_s
+        self.attempts = 0  # every request sent, retries included (tests and the curious)
+
+    def __repr__(self) -> str:  # never the headers: they carry the token
+        return f"HttpClient({self.base_url!r}, target={self.target!r})"
+
+    def _send(self, method: str, url: str, body: Any) -> tuple[int, dict[str, str], bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json", "User-Agent": "attrib", **self._auth}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        self.attempts += 1
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return resp.status, dict(resp.headers.items()), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        need: str,
+        body: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        recheck: Callable[[], Any] | None = None,
+    ) -> Any:
+        """The decoded JSON of a 2xx answer. `need` names the permission the call requires, for
+        the error message; `recheck` (for non-idempotent calls) returns the earlier attempt's
+        result if the server did process it, or None to send again."""
+        url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        last = ""
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1 and recheck is not None:
+                done = recheck()
+                if done is not None:
+                    return done
+            wait = self.backoff_s * 2 ** (attempt - 1)
+            try:
+                status, headers, raw = self._send(method, url, body)
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+                reason = getattr(exc, "reason", None) or exc.__class__.__name__
+                last = f"connection failed ({reason})"
+            else:
+                if 200 <= status < 300:
+                    return json.loads(raw) if raw.strip() else None
+                asked = _retry_after(headers, time.time())
+                if status == 429 or (status == 403 and asked is not None):
+                    last = f"{status} rate limited"
+                    wait = asked if asked is not None else wait
+                elif status >= 500:
+                    last = f"{status} server error"
+                else:
+                    raise TrackerError(self._message(status, need, raw))
+            if attempt == self.max_attempts:
+                break
+            if wait > self.max_wait_s:
+                raise TrackerError(f"{self.target}: {last}; the server asks to wait {wait:.0f} s, longer than {self.max_wait_s:.0f} s")
+            self.sleep(wait)
+        raise TrackerError(f"{self.target}: {method} {path}: {last} after {self.max_attempts} attempts")
+
+    def _message(self, status: int, need: str, raw: bytes) -> str:
+        if status == 401:
+            return f"{self.target}: 401 Unauthorized — {self.token_var} is wrong or expired"
+        if status == 403:
+            return f"{self.target}: 403 Forbidden — the token needs {need}"
+        if status == 404:
+            return f"{self.target}: 404 Not Found — no such project, or the token cannot see it (it needs {need})"
+        try:
+            detail = json.loads(raw).get("message") or raw.decode(errors="replace")
+        except (ValueError, AttributeError):
+            detail = raw.decode(errors="replace")
+        detail = " ".join(str(detail).split())[:200]
+        return f"{self.target}: {status} {http.client.responses.get(status, 'error')} — {detail}"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,119 @@
+"""Real result documents for report and tracker tests: attrib's engine on simulated histories
+(attrib.simulation), turned into JSON by result.build_result, with every field that depends on
+the machine, the clock or the temp dir replaced by a fixed value, so golden files are stable."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from attrib.builds import BuildRecord
+from attrib.engine import Bisection
+from attrib.model import CommitInfo
+from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
+from attrib.result import RunContext, build_result
+from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
+from attrib.stats import TestConfig
+
+AUTHORS = (
+    ("Ada Lovelace", "ada@example.com"),
+    ("Grace Hopper", "grace@example.com"),
+    ("Alan Turing", "alan@example.com"),
+    ("Katherine Johnson", "kj@example.com"),
+)
+
+
+class NamedHistory(SimHistory):
+    """A simulated history whose commits look like real ones: 40-hex shas, subjects, authors,
+    dates and files, so the report shows what an engineer would see."""
+
+    def info(self, sha: str) -> CommitInfo:
+        i = int(sha[1:])
+        name, email = AUTHORS[i % len(AUTHORS)]
+        files: tuple[str, ...] = (f"kernels/gemm_{i % 5}.cu", "kernels/common.cuh") if sha in self.culprits else (f"docs/note{i}.md",)
+        subject = f"gemm: retile the inner loop (step {i})" if sha in self.culprits else f"chore: tidy step {i}"
+        return CommitInfo(
+            sha=fake_sha(sha), tree="t" + sha, subject=subject, author=name, author_email=email,
+            date=f"2026-01-{1 + i % 28:02d}T12:00:00+00:00", parents=self.parents[sha], files=files,
+        )  # fmt: skip
+
+
+def fake_sha(sim: str) -> str:
+    return hashlib.sha1(sim.encode()).hexdigest() if len(sim) != 40 else sim
+
+
+class ShaHistory:
+    """Adapts NamedHistory to 40-hex shas at the engine's edges (the engine never invents shas)."""
+
+    def __init__(self, hist: NamedHistory) -> None:
+        self.hist = hist
+        self.to_sim = {fake_sha(s): s for s in hist.main}
+
+    def info(self, sha: str) -> CommitInfo:
+        return self.hist.info(self.to_sim[sha])
+
+    def first_parent_chain(self, good: str, bad: str) -> list[str]:
+        return [fake_sha(s) for s in self.hist.first_parent_chain(self.to_sim[good], self.to_sim[bad])]
+
+    def merge_base(self, a: str, b: str) -> str:
+        return fake_sha(self.hist.merge_base(self.to_sim[a], self.to_sim[b]))
+
+
+class LoggingBuilder(SimBuilder):
+    """Broken commits leave a real build log, so the report's excerpt is real."""
+
+    def __init__(self, history: SimHistory, logs: Path, to_sim: dict[str, str]) -> None:
+        super().__init__(history)
+        self.logs, self.to_sim = logs, to_sim
+
+    def build(self, info: CommitInfo) -> BuildRecord:
+        sim = self.to_sim[info.sha]
+        rec = super().build(replace(info, sha=sim))
+        log = self.logs / f"{sim}.log"
+        if not rec.ok:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"nvcc -O3 -c kernels/gemm_{sim}.cu\nkernels/gemm.cu(42): error: identifier \"TILE_K\" is undefined\nmake: *** [Makefile:12: bench] Error 2\n")
+        return replace(rec, commit=info.sha, log_path=str(log), checkout=f"/sim/{sim}")
+
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "culprit": {"n": 40, "steps": {23: 10.0}, "broken": {20, 21}, "noise": 0.02, "seed": 3, "max_rounds": 60},
+    "two_culprits": {"n": 60, "steps": {17: 6.0, 44: 7.0}, "broken": set(), "noise": 0.015, "seed": 1, "max_rounds": 60},
+    "not_reproduced": {"n": 30, "steps": {}, "broken": set(), "noise": 0.02, "seed": 2, "max_rounds": 60},
+    # a 2.5 % step in 3 % noise with a cap of 8 rounds: the search narrows it to a few commits
+    "inconclusive": {"n": 30, "steps": {15: 2.5}, "broken": set(), "noise": 0.03, "seed": 4, "max_rounds": 8},
+}
+
+
+def simulated_result(name: str, tmp: Path) -> dict[str, Any]:
+    sc = SCENARIOS[name]
+    base = linear_history(sc["n"], sc["steps"], sc["broken"])
+    hist = NamedHistory(base.levels, base.parents, base.main, base.broken, base.culprits)
+    edges = ShaHistory(hist)
+    bench = BenchmarkSpec(name="gemm_fp16", runner="command", command=("./bench",), min_change_pct=2.0)
+    recipe = Recipe(Path("/work/recipes/gemm.toml"), "gemm", "", BuildSpec(commands=("make",)), (bench,))
+    config = TestConfig(max_rounds=sc["max_rounds"])
+    seed = sc["seed"]
+    builder = LoggingBuilder(hist, tmp / "logs", edges.to_sim)
+    # The runner sees checkouts named by sim sha (LoggingBuilder sets them), as SimRunner expects.
+    runner = SimRunner(hist, NoiseModel("gaussian", sigma=sc["noise"]), seed)
+    engine = Bisection(edges, builder, runner, bench, config, seed)  # type: ignore[arg-type]
+    out = engine.run(fake_sha(hist.good), fake_sha(hist.bad))
+    ctx = RunContext(
+        repo=Path("/work/kernels"), recipe=recipe, bench=bench, executor="local", config=config, seed=seed,
+        workdir=Path("/work/cache"), wall_s=0.0, builds_fresh=builder.fresh_builds,
+    )  # fmt: skip
+    result = build_result(out, ctx)
+    # Fixed where the real value depends on the machine, the clock or the temp dir.
+    result["wall_s"] = 321.0
+    result["tool"]["version"] = "0.0.0-test"
+    result["machine"] = {"hostname": "bench-01", "platform": "Linux-6.8-x86_64", "cpu": "Test CPU", "cpus": 16, "python": "3.11.9", "user": "ci"}
+    result["recipe"]["sha256"] = "0" * 64
+    for f in result["build_failures"]:
+        f["log"] = "/work/cache/logs/" + Path(f["log"]).name
+    for row in result["commits"]:
+        if row["build"]:
+            row["build"]["log"] = "/work/cache/logs/" + Path(row["build"]["log"]).name
+    return result
