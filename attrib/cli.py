@@ -117,7 +117,9 @@ FileIssueOpt = typer.Option(
     None, "--file-issue", help="File the report: github:OWNER/REPO, gitlab:GROUP/PROJECT or dir:PATH (culprits only)."
 )
 CommentOnOpt = typer.Option(
-    None, "--comment-on", help="Also post the report, whatever the outcome, on github:OWNER/REPO#N or gitlab:GROUP/PROJECT#N."
+    None,
+    "--comment-on",
+    help="Also post the report, whatever the outcome, on github:OWNER/REPO#N or gitlab:GROUP/PROJECT#N.",
 )
 LabelOpt = typer.Option(None, "--label", help="Label of filed issues (repeatable) [default: performance-regression].")
 
@@ -156,7 +158,9 @@ def bisect(
     seed: int = SeedOpt,
     jobs: int = typer.Option(1, "--jobs", help="Commits proposed, built and measured per search step."),
     verify: str = typer.Option(
-        "confirm", "--verify", help="confirm: re-measure culprit^ vs culprit (always on); revert: also revert it on bad."
+        "confirm",
+        "--verify",
+        help="confirm: re-measure culprit^ vs culprit (always on); revert: also revert it on bad.",
     ),
     file_issue: str | None = FileIssueOpt,
     comment: str | None = CommentOnOpt,
@@ -253,36 +257,118 @@ def report(
     _guard(go)
 
 
+DEMO_RUNNERS = ("auto", "cupy", "command")
+
+
 @app.command()
 def demo(
     directory: Path = typer.Option(DEMO_DIR, "--dir", help="Where the sample tree, cache and report go."),
     seed: int = SeedOpt,
+    runner: str = typer.Option(
+        "auto",
+        "--runner",
+        help="cupy: time the tree's GEMM on the GPU; command: the CPU benchmark; auto: cupy when a GPU is usable.",
+    ),
 ) -> None:
-    """Generate the sample kernel tree (60+ commits, a planted ~10 % slowdown, a broken stretch,
-    churn) and bisect it with the local executor."""
-    from .demo import DEMO_RECIPE, TreeSpec, generate_tree
+    """Generate the sample kernel tree (60+ commits, a planted slowdown, a broken stretch,
+    churn) and bisect it with the local executor: on the GPU when there is one, else on the CPU."""
+    from .demo import DEMO_CUPY_RECIPE, DEMO_RECIPE, TreeSpec, generate_tree
     from .session import plan, run_bisect
 
     def go() -> int:
+        if runner not in DEMO_RUNNERS:
+            raise InputError(f"--runner {runner!r}: expected one of: {', '.join(DEMO_RUNNERS)}")
+        use_gpu = runner == "cupy"
+        if runner == "auto":
+            from .gpu.device import probe
+
+            why = probe()
+            use_gpu = not why
+            if why:
+                typer.echo(f"no usable GPU ({why}): using the CPU benchmark (recipes/demo-cpu.toml)")
         if directory.exists():
             if not (directory / DEMO_MARKER).exists():
                 raise InputError(f"--dir {directory}: exists and is not an attrib demo directory; choose another")
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
         (directory / DEMO_MARKER).write_text("made by attrib demo; safe to delete\n")
-        recipe_path = directory / "demo-cpu.toml"
-        recipe_path.write_text(DEMO_RECIPE)
+        name, text = ("demo-cupy.toml", DEMO_CUPY_RECIPE) if use_gpu else ("demo-cpu.toml", DEMO_RECIPE)
+        recipe_path = directory / name
+        recipe_path.write_text(text)
+        if use_gpu:
+            typer.echo(
+                "GPU found: bisecting the tree's bf16 tensor-core GEMM with the cupy runner (recipes/demo-cupy.toml)"
+            )
         typer.echo(f"generating the sample tree in {directory / 'repo'} ...")
         tree = generate_tree(directory / "repo", TreeSpec(seed=seed))
-        typer.echo(f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build")
+        typer.echo(
+            f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build"
+        )
         p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, TestConfig(), seed, progress, verify="revert")
         code = _emit(result, directory / "result.json", directory / "report.md")
         found = [c["commit"] for c in result["culprits"]]
-        typer.echo("the planted culprit was " + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})"))
+        typer.echo(
+            "the planted culprit was "
+            + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})")
+        )
         return code
+
+    _guard(go)
+
+
+@app.command("inspect")
+def inspect_cmd(
+    recipe: Path | None = typer.Option(
+        None, "--recipe", help="Inspect this recipe's cupy benchmarks (default: attrib's kernel suite)."
+    ),
+    benchmark: str | None = BenchOpt,
+    repo: Path = typer.Option(Path("."), "--repo", help="Repository whose tree provides sources and headers."),
+    commit: str | None = typer.Option(
+        None, "--commit", help="Build this revision and compile from its checkout (default: the working tree as it is)."
+    ),
+    arch: list[str] | None = typer.Option(
+        None, "--arch", help="Architecture(s) to compile for (default: the recipe's, else sm_90)."
+    ),
+    executor: str = ExecOpt,
+    workdir: Path | None = WorkOpt,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Static kernel metrics from NVRTC (registers, spills, stack, shared memory, binary size); no GPU needed.
+    Exit 0, or 1 when a kernel does not compile."""
+    from rich.table import Table
+
+    from .inspect import COLUMNS, inspect, targets_from_recipe, targets_from_suite
+    from .recipe import load_recipe
+    from .session import built_checkout
+
+    def go() -> int:
+        archs: tuple[str, ...] = tuple(arch or ())
+        if recipe is None:
+            if commit is not None:
+                raise InputError("--commit needs --recipe: the recipe says how to build the tree and what to compile")
+            targets = targets_from_suite()
+            archs = archs or ("sm_90",)
+        else:
+            loaded = load_recipe(recipe)
+            checkout = built_checkout(repo, commit, loaded, executor, workdir) if commit else repo.resolve()
+            targets = targets_from_recipe(loaded, benchmark, checkout)
+            if not archs:
+                archs = tuple(dict.fromkeys(a for b in loaded.benchmarks if b.cupy for a in b.cupy.archs))
+        rows = inspect(targets, archs)
+        if json_out:
+            typer.echo(json.dumps([r.as_dict() for r in rows], indent=2))
+        else:
+            table = Table("benchmark", "function", "arch", *COLUMNS)
+            for r in rows:
+                if r.metrics is None:
+                    table.add_row(r.benchmark, r.function, r.arch, r.error or "no ptxas report")
+                else:
+                    table.add_row(r.benchmark, r.function, r.arch, *(str(r.metrics.value(c)) for c in COLUMNS))
+            Console(width=200).print(table)
+        return EXIT_FAILURE if any(r.error for r in rows) else EXIT_OK
 
     _guard(go)
 

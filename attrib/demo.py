@@ -36,6 +36,42 @@ reps = 10
 min_change_pct = 2.0
 """
 
+DEMO_CUPY_RECIPE = """\
+schema = 1
+name = "demo-cupy"
+description = "The demo tree's tensor-core GEMM: attrib's kernels/gemm_mma.cu compiled against the tree's tile header at each commit."
+
+[build]
+commands = ["make bench"]
+timeout_s = 120
+env = { CFLAGS = "-O2" }
+
+[[benchmark]]
+name = "gemm-bf16"
+runner = "cupy"
+direction = "lower"
+reps = 10
+min_change_pct = 2.0
+
+[benchmark.cupy]
+kernel = "gemm_mma"
+dtype = "bf16"
+shape = { M = 4096, N = 4096, K = 4096 }
+defines = { ATTRIB_TILE_HEADER = '"demo/gemm_tile.cuh"' }
+include_dirs = ["include"]
+mode = "cold"
+"""
+
+# The kernel library's tuning header. The planted culprit drops the padding: each shared-memory
+# row of the 16-bit tiles becomes 64 bytes, so the mma fragment loads of rows g and g+2 hit
+# the same banks (4-way conflicts) and 2 KiB of shared memory per block is "saved".
+GEMM_TILE_H = """#ifndef DEMO_GEMM_TILE_CUH
+#define DEMO_GEMM_TILE_CUH
+/* Shared-memory row padding of the GEMM's 64x32 16-bit tiles, in elements. */
+#define SMEM_PAD {pad}
+#endif
+"""
+
 BENCH_C = r"""/* One sample per repetition: seconds spent in a dependent xorshift chain. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +167,8 @@ class TreeSpec:
     interfere_pct: int = 0  # % of repetitions that do extra work (bimodal interference)
     interfere_extra_pct: int = 30
     seed: int = 0
+    # the first culprit also drops the GEMM tile padding: the GPU demo's culprit, same commit
+    gpu_culprit: bool = True
 
 
 @dataclass
@@ -150,6 +188,7 @@ class _Writer:
         self.rng = random.Random(spec.seed)
         self.tick = 1_700_000_000
         self.work_pct = 100
+        self.retiled = False
 
     def git(self, *args: str, env: dict[str, str] | None = None) -> str:
         ident = {"GIT_AUTHOR_NAME": "attrib demo", "GIT_AUTHOR_EMAIL": "demo@example.com"}
@@ -205,6 +244,12 @@ class _Writer:
     def slowdown(self, pct: int, i: int) -> str:
         self.work_pct += pct
         self.params()
+        if self.spec.gpu_culprit and not self.retiled:
+            self.retiled = True
+            self.write("include/demo/gemm_tile.cuh", GEMM_TILE_H.format(pad=0))
+            return self.commit(
+                f"kernel: pack the GEMM smem tiles (no padding, 2 KiB less per block); deepen the hash chain by {pct} % (#{i})"
+            )
         return self.commit(f"kernel: deepen the hash chain by {pct} % for better mixing (#{i})")
 
 
@@ -218,6 +263,8 @@ def generate_tree(path: Path, spec: TreeSpec = TreeSpec()) -> GeneratedTree:
     w.write("Makefile", MAKEFILE)
     w.write("NOTES.md", "# Tuning notes\n")
     w.write(".gitignore", "bench\n")
+    (path / "include" / "demo").mkdir(parents=True, exist_ok=True)
+    w.write("include/demo/gemm_tile.cuh", GEMM_TILE_H.format(pad=8))
     w.params()
     tree = GeneratedTree(path=path, good=w.commit("initial kernel and benchmark"), bad="")
     culprits = dict(spec.culprits)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .builds import Builder
-from .engine import Bisection, Events, Reverter
+from .engine import Bisection, Events, Outcome, Reverter
 from .errors import GpuUnavailable, InputError, RepoError
 from .executors import Executor, make_executor
 from .fsutil import file_lock
@@ -82,7 +82,7 @@ def check_runner_requirements(bench: BenchmarkSpec) -> None:
         if why := probe():
             raise GpuUnavailable(
                 f"benchmark '{bench.name}' times kernels on a GPU, and there is none here: {why}"
-                " (a static metric such as metric = \"registers\" needs no GPU)"
+                ' (a static metric such as metric = "registers" needs no GPU)'
             )
 
 
@@ -138,7 +138,33 @@ def run_bisect(
         verify=verify,
         executor_info=p.executor.describe(),
     )
-    return build_result(outcome, ctx)
+    result = build_result(outcome, ctx)
+    if isinstance(runner, CupyRunner):
+        add_kernel_evidence(result, outcome, runner)
+    return result
+
+
+def add_kernel_evidence(result: dict[str, Any], outcome: Outcome, runner: CupyRunner) -> None:
+    """What only the cupy runner knows: each culprit's static kernel diff against the commit
+    it was confirmed against, and the GPU it was timed on."""
+    for entry, culprit in zip(result["culprits"], outcome.culprits, strict=True):
+        before = _checkout_of(outcome, culprit.last_good)
+        after = _checkout_of(outcome, culprit.commit)
+        if before is None or after is None:
+            continue
+        diff = runner.static_diff(before, after)
+        if diff is not None:
+            entry["static_diff"] = diff
+    gpu = runner.gpu_environment()
+    if gpu:
+        result.setdefault("environment", {})["gpu"] = gpu
+
+
+def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
+    rec = outcome.commits.get(sha)
+    if rec is None or rec.build is None or not rec.build.ok:
+        return None
+    return Path(rec.build.checkout)
 
 
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
@@ -150,3 +176,22 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
     finally:
         p.executor.close()
     return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}
+
+
+def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:
+    """Build one revision as a bisection would (same cache) and return its checkout:
+    what `attrib inspect --commit` compiles kernels from."""
+    repo = GitRepo(repo_path)
+    sha = repo.resolve(rev)
+    workdir = (workdir or default_workdir(repo.path)).resolve()
+    executor = make_executor(executor_name, recipe.build, recipe.path.parent, workdir)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        with file_lock(workdir / "locks" / "mirror.lock"):
+            mirror = Mirror(workdir, repo)
+        record = Builder(workdir, mirror, executor, recipe.build).build(repo.info(sha))
+    finally:
+        executor.close()
+    if not record.ok:
+        raise InputError(f"--commit {rev} ({sha[:10]}) does not build: {record.reason} (log: {record.log_path})")
+    return Path(record.checkout)

@@ -79,3 +79,16 @@ def bisect(tmp_path: Path, demo_recipe: Path):
 def spec(**kw: Any) -> TreeSpec:
     kw.setdefault("work_base", TEST_WORK)
     return TreeSpec(**kw)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` skip, with the reason, where no GPU is usable through CuPy."""
+    gpu_items = [i for i in items if i.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    from attrib.gpu.device import probe
+
+    why = probe()
+    if why:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {why}"))

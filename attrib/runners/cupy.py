@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import AttribError, KernelCompileError
 from ..gpu.build import CompiledKernel, compile_kernel
-from ..gpu.metrics import KernelMetrics
+from ..gpu.metrics import KernelMetrics, static_diff
 from ..gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
 from ..recipe import BenchmarkSpec, CupySpec
 from . import RunResult
@@ -97,8 +97,44 @@ class CupyRunner:
                 self._device = self._factory()
         return self._device
 
-    def environment(self) -> dict[str, Any]:
-        return self.device.info() if self.cupy.metric == "time" else {}
+    def static_diff(self, before: Path, after: Path) -> dict[str, list[int]] | None:
+        """Changed static metrics of the primary kernel, [before, after]; None if either
+        side does not compile (the timing already says what happened there)."""
+        a, b = self.static_metrics(before), self.static_metrics(after)
+        if isinstance(a, str) or isinstance(b, str):
+            return None
+        return static_diff(a, b)
+
+    def gpu_environment(self) -> dict[str, Any]:
+        """The GPU the samples came from, as the result's environment.gpu (empty if none was used)."""
+        if self._device is None:
+            return {}
+        info = self._device.info()
+        keep = (
+            "compute_capability",
+            "multiprocessors",
+            "l2_bytes",
+            "persistence_mode",
+            "ecc_enabled",
+            "nvrtc_version",
+            "cupy_version",
+            "power_limit_w",
+        )
+        clocks = {
+            "sm_reference_mhz": info.get("sm_clock_reference_mhz"),
+            "sm_max_mhz": info.get("max_sm_clock_mhz"),
+            "sm_now_mhz": info.get("sm_clock_mhz_now"),
+            "applications_sm_mhz": info.get("applications_sm_clock_mhz"),
+            "memory_mhz": info.get("memory_clock_mhz"),
+        }
+        return {
+            "name": info.get("name"),
+            "driver": info.get("driver") or info.get("driver_version"),
+            "cuda": info.get("runtime_version"),
+            "clocks": {k: v for k, v in clocks.items() if v is not None},
+            **{k: info[k] for k in keep if info.get(k) is not None},
+            "timing": f"{self.cupy.mode}, {self.cupy.block_ms:g} ms blocks, throttle below {self.cupy.throttle_fraction:.0%} of the reference SM clock",
+        }
 
     def _prepare(self, checkout: Path) -> _Prepared:
         """Once per checkout: compile, load, check at a small size, set up, calibrate. A
@@ -114,9 +150,15 @@ class CupyRunner:
             src = self.cupy.kernel_source(checkout)
             shape = src.full_shape()
             check_shape = kdef.check_shape_for(shape)
-            check_kernel = compile_kernel(src, dev.arch, check_shape)
             timed_kernel = compile_kernel(src, dev.arch, shape)
-            check_problem = dev.setup(kdef, _by_role(dev.load(check_kernel), src.entries(check_shape), kdef.entries(check_shape, src.dtype)), check_shape, src.dtype)
+            same_code = src.entries(check_shape) == src.entries(shape)  # same template instances
+            check_kernel = timed_kernel if same_code else compile_kernel(src, dev.arch, check_shape)
+            check_problem = dev.setup(
+                kdef,
+                _by_role(dev.load(check_kernel), src.entries(check_shape), kdef.entries(check_shape, src.dtype)),
+                check_shape,
+                src.dtype,
+            )
             wrong = dev.check(check_problem)
             del check_problem
             if wrong:

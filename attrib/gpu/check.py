@@ -1,0 +1,142 @@
+"""`python -m attrib.gpu.check`: every suite kernel on this GPU, checked and timed.
+
+For each kernel: its reference check at the small size; then at the benchmark size the time
+per launch cold (L2 flushed) and hot, achieved bandwidth or FLOP/s against the device's peak,
+the coefficient of variation of the blocks, blocks excluded for a low SM clock, and the ratio
+of attrib's hot time to `cupyx.profiler.benchmark` on the same launch. Prints a table and
+optionally writes JSON. Exit 1 if any kernel fails its check. Needs a GPU and CuPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .build import KernelSource, compile_kernel
+from .device import CupyDevice
+from .protocol import calibrate, measure_blocks
+from .suite import SUITE, SUITE_BENCHMARKS
+
+BLOCKS = 10
+
+
+def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict[str, Any]:
+    import cupyx.profiler
+
+    kdef = src.definition
+    shape = src.full_shape()
+    check_shape = kdef.check_shape_for(shape)
+    row: dict[str, Any] = {"benchmark": name, "shape": shape, "dtype": src.dtype}
+    t0 = time.monotonic()
+    compiled = compile_kernel(src, dev.arch, shape)
+    row["compile_s"] = round(time.monotonic() - t0, 2)
+    m = compiled.primary_metrics()
+    if m is not None:
+        row["registers"], row["spill_stores"] = m.registers, m.spill_stores
+    funcs = dev.load(compiled)
+    check_compiled = compiled if src.entries(check_shape) == src.entries(shape) else compile_kernel(src, dev.arch, check_shape)
+    small = dev.setup(kdef, _roles(dev.load(check_compiled), src, check_shape), check_shape, src.dtype)
+    row["check"] = dev.check(small) or "ok"
+    del small
+    problem = dev.setup(kdef, _roles(funcs, src, shape), shape, src.dtype)
+    row["check_full_size"] = dev.check(problem) if shape_is_checkable(kdef.name) else "skipped (reference too slow at this size)"
+    for mode in ("cold", "hot"):
+        cal = calibrate(dev, problem, block_ms=block_ms, cold=mode == "cold")
+        blocks = measure_blocks(dev, problem, cal.plan, BLOCKS, cold=mode == "cold", throttle_fraction=0.75)
+        kept = [b.ms_per_launch for b in blocks if not b.excluded]
+        med = statistics.median(kept) if kept else float("nan")
+        row[mode] = {
+            "ms": med,
+            "cv_pct": 100 * statistics.stdev(kept) / statistics.mean(kept) if len(kept) > 1 else None,
+            "launches_per_block": cal.plan.launches,
+            "excluded": len(blocks) - len(kept),
+            "clock_mhz_min": min(b.clock_mhz for b in blocks),
+            "note": cal.plan.note,
+        }
+    work = kdef.work(shape, src.dtype)
+    info = dev.info()
+    for mode in ("cold", "hot"):
+        sec = row[mode]["ms"] / 1000
+        if work.flops and kdef.name not in ("reduce",):
+            peak = info["peak_tensor_tflops"] if work.tensor_cores else info["peak_fp32_tflops"]
+            row[mode]["tflops"] = work.flops / sec / 1e12
+            row[mode]["pct_of_peak"] = 100 * row[mode]["tflops"] / peak if peak else None
+        else:
+            row[mode]["gbps"] = work.bytes / sec / 1e9
+            peak = info["peak_memory_gbps"]
+            row[mode]["pct_of_peak"] = 100 * row[mode]["gbps"] / peak if peak else None
+    # cupyx.profiler.benchmark times the same launch with its own events on the current stream
+    with dev.stream:
+        n = max(10, min(2000, int(200 / max(row["hot"]["ms"], 1e-3))))
+        res = cupyx.profiler.benchmark(problem.launch, n_repeat=n, n_warmup=10)
+    cupyx_ms = float(res.gpu_times.mean()) * 1000
+    row["cupyx_ms"] = cupyx_ms
+    row["attrib_hot_over_cupyx"] = row["hot"]["ms"] / cupyx_ms
+    return row
+
+
+def shape_is_checkable(kernel: str) -> bool:
+    """Full-size NumPy references that finish in seconds (the GEMMs and attention do not)."""
+    return kernel in ("copy", "reduce", "softmax", "layernorm")
+
+
+def _roles(funcs: dict[str, Any], src: KernelSource, shape: dict[str, int]) -> dict[str, Any]:
+    roles = src.definition.entries(shape, src.dtype)
+    return {role: funcs[name] for role, name in zip(roles, src.entries(shape), strict=True)}
+
+
+def _fmt_row(r: dict[str, Any]) -> str:
+    def rate(mode: str) -> str:
+        m = r[mode]
+        value = f"{m['tflops']:.1f} TFLOP/s" if "tflops" in m else f"{m['gbps']:.0f} GB/s"
+        pct = f" ({m['pct_of_peak']:.0f} % of peak)" if m.get("pct_of_peak") is not None else ""
+        return value + pct
+
+    cv = lambda m: f"{m['cv_pct']:.2f} %" if m["cv_pct"] is not None else "n/a"  # noqa: E731
+    return (
+        f"{r['benchmark']:<17} check {r['check']:<4} | cold {r['cold']['ms']:.4f} ms, {rate('cold')}, cv {cv(r['cold'])}, "
+        f"excl {r['cold']['excluded']} | hot {r['hot']['ms']:.4f} ms, {rate('hot')}, cv {cv(r['hot'])}, "
+        f"excl {r['hot']['excluded']} | cupyx {r['cupyx_ms']:.4f} ms, attrib/cupyx {r['attrib_hot_over_cupyx']:.3f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--block-ms", type=float, default=10.0)
+    ap.add_argument("--only", nargs="*", help="benchmark names (default: all)")
+    args = ap.parse_args(argv)
+    dev = CupyDevice()
+    info = dev.info()
+    print("device:", json.dumps(info, default=str))
+    print(f"SM clock now (probe): {dev.sm_clock_mhz():.0f} MHz")
+    rows, failed = [], False
+    for b in SUITE_BENCHMARKS:
+        if args.only and b.name not in args.only:
+            continue
+        src = KernelSource(b.kernel, b.dtype, b.shape)
+        assert b.kernel in SUITE
+        try:
+            r = _one(dev, b.name, src, args.block_ms)
+        except Exception as exc:  # report and go on: one broken kernel must not hide the others
+            print(f"{b.name:<17} ERROR {type(exc).__name__}: {exc}", flush=True)
+            rows.append({"benchmark": b.name, "error": f"{type(exc).__name__}: {exc}"})
+            failed = True
+            continue
+        failed |= r["check"] != "ok" or r["check_full_size"] not in (None, "skipped (reference too slow at this size)")
+        rows.append(r)
+        print(_fmt_row(r), flush=True)
+        if r["check_full_size"] not in (None, "skipped (reference too slow at this size)"):
+            print(f"    full-size check: {r['check_full_size']}")
+    if args.json:
+        args.json.write_text(json.dumps({"device": info, "kernels": rows}, indent=2, default=str))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
