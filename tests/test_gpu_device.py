@@ -44,8 +44,9 @@ def test_sm_clock_probe_reads_a_plausible_clock(device) -> None:
 def _copy_tree(root: Path, broken: bool) -> Path:
     root.mkdir(parents=True)
     text = (KERNELS_DIR / "copy.cu").read_text()
-    if broken:  # fast and wrong: skips every other element
-        text = text.replace("i += stride) dst[i] = src[i];", "i += 2 * stride) dst[i] = src[i];")
+    if broken:  # fast and wrong: the last 16 bytes are never copied
+        text = text.replace("for (; i < n4; i += stride)", "for (; i < n4 - 1; i += stride)")
+        assert "n4 - 1" in text
     (root / "copy.cu").write_text(text)
     return root
 

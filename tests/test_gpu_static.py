@@ -151,3 +151,12 @@ def test_ptxas_report_parses_per_function() -> None:
 def test_a_log_without_a_ptxas_report_is_refused() -> None:
     with pytest.raises(ValueError, match="no ptxas verbose report"):
         parse_ptxas_log("ptxas info    : 0 bytes gmem\n", 10)
+
+
+def test_the_isolated_compile_reports_the_same_metrics_as_in_process() -> None:
+    """The fallback used when CuPy is loaded (NVRTC 13 then returns an empty log)."""
+    src = KernelSource("gemm_mma", "fp16", {}, defines={"SMEM_PAD": "0"})
+    compiled = nvrtc.compile_file(src.source_path(), options=src.options(), name_expressions=src.entries())
+    isolated = nvrtc.ptxas_report_isolated(src.source_path(), "sm_90", compiled.options, src.entries())
+    assert parse_ptxas_log(isolated, 1) == parse_ptxas_log(compiled.log, 1)
+    assert parse_ptxas_log(isolated, 1)["gemm_mma"].shared_bytes == 8192

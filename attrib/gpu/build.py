@@ -59,6 +59,7 @@ class CompiledKernel:
     metrics: dict[str, KernelMetrics]  # by name expression; empty for a prebuilt binary
     digest: str  # sha256 of the binary: what identifies it in logs and results
     log: str
+    metrics_note: str = ""  # why metrics are missing, when they are
 
     def primary_metrics(self) -> KernelMetrics | None:
         return next(iter(self.metrics.values()), None)
@@ -78,13 +79,20 @@ def compile_kernel(src: KernelSource, arch: str = "sm_90", shape: Mapping[str, i
     compiled = nvrtc.compile_file(src.source_path(), arch=arch, options=src.options(), name_expressions=entries)
     symbols = {e: compiled.lowered.get(e) or e for e in entries}
     metrics: dict[str, KernelMetrics] = {}
+    note = ""
     if not arch.startswith("compute_"):
-        by_symbol = parse_ptxas_log(compiled.log, len(compiled.binary))
+        log = compiled.log
+        if "ptxas info" not in log and src.source_path().exists():
+            log = nvrtc.ptxas_report_isolated(src.source_path(), arch, compiled.options, entries) or log
+        try:
+            by_symbol = parse_ptxas_log(log, len(compiled.binary))
+        except ValueError as exc:  # a missing report costs the metrics, never the kernel
+            by_symbol, note = {}, f"{exc} (NVRTC {'.'.join(map(str, nvrtc.version()))} at {nvrtc.library_path()})"
         for expr, sym in symbols.items():
             if sym in by_symbol:
                 metrics[expr] = by_symbol[sym]
     return CompiledKernel(
-        compiled.binary, arch, symbols, metrics, hashlib.sha256(compiled.binary).hexdigest(), compiled.log
+        compiled.binary, arch, symbols, metrics, hashlib.sha256(compiled.binary).hexdigest(), compiled.log, note
     )
 
 

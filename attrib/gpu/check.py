@@ -39,12 +39,16 @@ def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict
     if m is not None:
         row["registers"], row["spill_stores"] = m.registers, m.spill_stores
     funcs = dev.load(compiled)
-    check_compiled = compiled if src.entries(check_shape) == src.entries(shape) else compile_kernel(src, dev.arch, check_shape)
+    check_compiled = (
+        compiled if src.entries(check_shape) == src.entries(shape) else compile_kernel(src, dev.arch, check_shape)
+    )
     small = dev.setup(kdef, _roles(dev.load(check_compiled), src, check_shape), check_shape, src.dtype)
     row["check"] = dev.check(small) or "ok"
     del small
     problem = dev.setup(kdef, _roles(funcs, src, shape), shape, src.dtype)
-    row["check_full_size"] = dev.check(problem) if shape_is_checkable(kdef.name) else "skipped (reference too slow at this size)"
+    row["check_full_size"] = (
+        dev.check(problem) if shape_is_checkable(kdef.name) else "skipped (reference too slow at this size)"
+    )
     for mode in ("cold", "hot"):
         cal = calibrate(dev, problem, block_ms=block_ms, cold=mode == "cold")
         blocks = measure_blocks(dev, problem, cal.plan, BLOCKS, cold=mode == "cold", throttle_fraction=0.75)

@@ -156,3 +156,37 @@ def _error_string(lib: ctypes.CDLL, rc: int) -> str:
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         raise KernelCompileError("nvrtc", what, _error_string(library(), rc))
+
+
+def ptxas_report_isolated(path: Path, arch: str, options: tuple[str, ...], name_expressions: tuple[str, ...]) -> str:
+    """The compile log from a fresh Python process that has not imported CuPy.
+
+    Seen on an H200 with NVRTC 13.0 and CuPy 14.2: once CuPy is imported, NVRTC's program
+    log comes back empty (the ptxas report is lost) although the compile succeeds; in a
+    process without CuPy the same compile reports. Static metrics are worth a process start."""
+    import json
+    import subprocess
+    import sys
+
+    request = json.dumps({"path": str(path), "arch": arch, "options": list(options), "names": list(name_expressions)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "attrib.gpu.nvrtc", request], capture_output=True, text=True, timeout=600, check=False
+    )
+    if proc.returncode != 0:
+        return ""
+    return str(json.loads(proc.stdout)["log"])
+
+
+if __name__ == "__main__":  # the isolated compile behind ptxas_report_isolated
+    import json
+    import sys
+
+    req = json.loads(sys.argv[1])
+    # options already hold the arch and the verbose flag: pass only what compile_source adds to
+    extra = tuple(
+        o
+        for o in req["options"]
+        if not o.startswith(("--gpu-architecture=", "-std=", "--ptxas-options=")) and o != "-default-device"
+    )
+    out = compile_file(Path(req["path"]), arch=req["arch"], options=extra, name_expressions=tuple(req["names"]))
+    print(json.dumps({"log": out.log}))

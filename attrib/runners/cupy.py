@@ -54,7 +54,7 @@ class CupyRunner:
             try:
                 compiled = compile_kernel(self.cupy.kernel_source(checkout), arch)
                 m = compiled.primary_metrics()
-                self._static[key] = m if m is not None else f"no ptxas report for {arch}"
+                self._static[key] = m if m is not None else compiled.metrics_note or f"no ptxas report for {arch}"
             except KernelCompileError as exc:
                 self._static[key] = str(exc)
         return self._static[key]
