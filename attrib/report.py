@@ -171,6 +171,10 @@ def _culprit_section(c: dict[str, Any], index: int, total: int, status: str) -> 
         out.append(f"- files changed ({len(files)}): " + ", ".join(f"`{f}`" for f in files[:MAX_FILES_SHOWN]) + more)
     if c.get("static_diff"):
         out += ["", "Static kernel diff:", ""] + _static_diff(c["static_diff"])
+    elif c.get("static_diff") == {}:
+        out.append("- static kernel metrics (registers, spills, shared memory, binary size): unchanged")
+    elif c.get("static_diff_unavailable"):
+        out.append(f"- static kernel diff: unavailable ({_cell(c['static_diff_unavailable'])})")
     out += ["", "Reproduce this comparison:", "", "```sh", c["reproduce"], "```", ""]
     return out
 

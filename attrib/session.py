@@ -153,7 +153,9 @@ def add_kernel_evidence(result: dict[str, Any], outcome: Outcome, runner: CupyRu
         if before is None or after is None:
             continue
         diff = runner.static_diff(before, after)
-        if diff is not None:
+        if isinstance(diff, str):
+            entry["static_diff_unavailable"] = diff
+        else:
             entry["static_diff"] = diff
     gpu = runner.gpu_environment()
     if gpu:

@@ -82,11 +82,11 @@ def compile_kernel(src: KernelSource, arch: str = "sm_90", shape: Mapping[str, i
     note = ""
     if not arch.startswith("compute_"):
         log = compiled.log
-        if "ptxas info" not in log and src.source_path().exists():
-            log = nvrtc.ptxas_report_isolated(src.source_path(), arch, compiled.options, entries) or log
         try:
+            if "ptxas info" not in log:
+                log = nvrtc.ptxas_report_isolated(src.source_path(), arch, compiled.options, entries)
             by_symbol = parse_ptxas_log(log, len(compiled.binary))
-        except ValueError as exc:  # a missing report costs the metrics, never the kernel
+        except (ValueError, KernelCompileError) as exc:  # a missing report costs the metrics, never the kernel
             by_symbol, note = {}, f"{exc} (NVRTC {'.'.join(map(str, nvrtc.version()))} at {nvrtc.library_path()})"
         for expr, sym in symbols.items():
             if sym in by_symbol:

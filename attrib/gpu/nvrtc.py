@@ -173,7 +173,8 @@ def ptxas_report_isolated(path: Path, arch: str, options: tuple[str, ...], name_
         [sys.executable, "-m", "attrib.gpu.nvrtc", request], capture_output=True, text=True, timeout=600, check=False
     )
     if proc.returncode != 0:
-        return ""
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise KernelCompileError(path.name, arch, f"error: the isolated compile for the ptxas report failed: {tail[0]}")
     return str(json.loads(proc.stdout)["log"])
 
 

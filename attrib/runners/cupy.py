@@ -97,12 +97,12 @@ class CupyRunner:
                 self._device = self._factory()
         return self._device
 
-    def static_diff(self, before: Path, after: Path) -> dict[str, list[int]] | None:
-        """Changed static metrics of the primary kernel, [before, after]; None if either
-        side does not compile (the timing already says what happened there)."""
+    def static_diff(self, before: Path, after: Path) -> dict[str, list[int]] | str:
+        """Changed static metrics of the primary kernel, [before, after]; or why there are
+        none (a side that does not compile, or no ptxas report)."""
         a, b = self.static_metrics(before), self.static_metrics(after)
         if isinstance(a, str) or isinstance(b, str):
-            return None
+            return a if isinstance(a, str) else str(b)
         return static_diff(a, b)
 
     def gpu_environment(self) -> dict[str, Any]:
