@@ -154,7 +154,7 @@ def test_a_log_without_a_ptxas_report_is_refused() -> None:
 
 
 def test_the_isolated_compile_reports_the_same_metrics_as_in_process() -> None:
-    """The fallback used when CuPy is loaded (NVRTC 13 then returns an empty log)."""
+    """The fallback for an empty in-process log (NVRTC 13 on a compute-cache hit)."""
     src = KernelSource("gemm_mma", "fp16", {}, defines={"SMEM_PAD": "0"})
     compiled = nvrtc.compile_file(src.source_path(), options=src.options(), name_expressions=src.entries())
     isolated = nvrtc.ptxas_report_isolated(src.source_path(), "sm_90", compiled.options, src.entries())

@@ -55,6 +55,11 @@ def library() -> ctypes.CDLL:
     global _LIB, _LIB_PATH
     with _LIB_LOCK:
         if _LIB is None:
+            # NVRTC 13 keeps compiled results in the CUDA compute cache (~/.nv/ComputeCache)
+            # and answers a cache hit with an empty log: the ptxas report, which static
+            # metrics are read from, is gone (seen on an H200, NVRTC 13.0). attrib wants every
+            # commit compiled from its own sources anyway, so the cache is off for this process.
+            os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
             errors = []
             for path in _candidates():
                 try:
@@ -159,18 +164,23 @@ def _check(rc: int, what: str) -> None:
 
 
 def ptxas_report_isolated(path: Path, arch: str, options: tuple[str, ...], name_expressions: tuple[str, ...]) -> str:
-    """The compile log from a fresh Python process that has not imported CuPy.
+    """The compile log from a fresh process with the CUDA compute cache off.
 
-    Seen on an H200 with NVRTC 13.0 and CuPy 14.2: once CuPy is imported, NVRTC's program
-    log comes back empty (the ptxas report is lost) although the compile succeeds; in a
-    process without CuPy the same compile reports. Static metrics are worth a process start."""
+    NVRTC 13 answers a compute-cache hit with an empty log (seen on an H200). When this
+    process had loaded NVRTC before CUDA_CACHE_DISABLE was set (CuPy may load it first), the
+    in-process log can come back empty; a process started with the variable set reports."""
     import json
     import subprocess
     import sys
 
     request = json.dumps({"path": str(path), "arch": arch, "options": list(options), "names": list(name_expressions)})
     proc = subprocess.run(
-        [sys.executable, "-m", "attrib.gpu.nvrtc", request], capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-m", "attrib.gpu.nvrtc", request],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "CUDA_CACHE_DISABLE": "1"},
     )
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
