@@ -30,3 +30,34 @@ class RepoError(InputError):
 
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
+
+
+# --- the daemon (issue 7) ------------------------------------------------------------------
+
+
+class StateError(AttribError):
+    """The daemon's state database cannot be used (locked by another process, not a database)."""
+
+
+class QueueFull(AttribError):
+    """The bounded queue of the daemon holds its maximum of queued jobs (HTTP 429)."""
+
+
+class FlagError(InputError):
+    """A regression flag (HTTP body, webhook payload) is malformed; names the field (HTTP 400)."""
+
+    def __init__(self, field: str, expected: str) -> None:
+        super().__init__(f"field '{field}': {expected}")
+        self.field = field
+
+
+class JobStopped(AttribError):
+    """Raised inside a running bisection to unwind it: cancelled, daemon stopping, lease lost."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"job stopped: {why}")
+        self.why = why  # one of worker.STOP_REASONS
+
+
+class ClientError(AttribError):
+    """`attrib submit/jobs/status/cancel`: the daemon cannot be reached or refused the request."""
