@@ -117,7 +117,7 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     secret = read_secret(Path(merged.pop("secret_file")))
     if merged.get("executor", "local") not in EXECUTORS:
         raise InputError(f"--executor {merged['executor']!r}: expected one of: {', '.join(EXECUTORS)}")
-    for key, low in (("workers", 1), ("max_queue", 1), ("port", 0)):
+    for key, low in (("workers", 0), ("max_queue", 1), ("port", 0)):
         if key in merged and merged[key] < low:
             raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
     if merged.get("lease_s", DEFAULT_LEASE_S) <= 0:

@@ -80,7 +80,7 @@ CREATE TABLE IF NOT EXISTS flags (
     duplicate INTEGER NOT NULL,
     body TEXT NOT NULL
 );
--- Runner call n (0-based) for one checkout key within a job; seq orders all calls of the job.
+-- Runner call n (0-based) for one checkout key within a job (seq orders all calls of the job).
 CREATE TABLE IF NOT EXISTS samples (
     job_id TEXT NOT NULL REFERENCES jobs (id),
     key TEXT NOT NULL,
