@@ -233,6 +233,8 @@ def serve(settings: Settings) -> int:
     server = uvicorn.Server(uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off"))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the SIGINT/SIGTERM that stopped it, after its graceful shutdown
     finally:
         pool.stop(STOP_TIMEOUT_S)
         sock.close()

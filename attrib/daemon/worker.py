@@ -123,7 +123,7 @@ class Worker(threading.Thread):
         recorder = JobRecorder(self.store, job, self.owner, should_stop)
         try:
             result = self.bisect(job, recorder)
-            recorder.flush()
+            recorder.phase(f"finished: {result['status']}")
             filing = self.write_outputs(job, result)
             self.store.finish(job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result["status"])
             log.info("job %s: done: %s", job.id, result["status"])
