@@ -180,6 +180,17 @@ def test_bad_flags_get_400_naming_the_field(daemon: Daemon, repo, change, field,
     assert daemon.store.counts()["flags"] == 0
 
 
+def test_git_url_is_mirrored_under_state_and_deduplicated(daemon: Daemon, repo):
+    url = "file://" + str(repo[0])
+    status, first, _ = daemon.flag(good_flag(repo) | {"repo": url, "good": "main~11", "bad": "main"})
+    assert status == 202, first
+    job = daemon.store.get(first["id"])
+    assert job is not None and job.repo == url and job.good == repo[1][0]
+    assert Path(job.repo_path).parent == daemon.settings.state / "repos"
+    status, second, _ = daemon.flag(good_flag(repo) | {"repo": url})  # fetched again, same shas
+    assert status == 202 and second["duplicate_of"] == first["id"]
+
+
 def test_malformed_json_and_reversed_range(daemon: Daemon, repo):
     status, answer, _ = daemon.flag(b'{"repo": ')
     assert status == 400 and answer["field"] == "body" and "not JSON" in answer["error"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import secrets
 import subprocess
@@ -32,9 +33,11 @@ REQUIRED = ("repo", "good", "bad", "recipe")
 MAX_TEXT = 2000  # characters of any one field: a flag is small
 FETCH_TIMEOUT_S = 600.0  # cloning or fetching a flagged git URL
 
-# Remote repositories the daemon may clone: plain transports only. git's ext:: (runs a command)
-# and anything starting with '-' (an option) never reach git.
-_URL_RE = re.compile(r"^(https?|ssh|git)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
+# Repositories the daemon may clone: plain transports only. git's ext:: (runs a command) and
+# anything starting with '-' (an option) never reach git; GIT_ALLOW_PROTOCOL enforces the same
+# list inside git (redirects, alternates). file:// reads what a local path could read anyway.
+ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
+_URL_RE = re.compile(r"^(https?|ssh|git|file)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
 # The sinks of the reporting issue (issue 6): github:OWNER/REPO, gitlab:GROUP/PROJECT, dir:PATH.
 _SINK_RE = re.compile(r"^(github|gitlab):[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$|^dir:[^\x00-\x1f]+$")
 FLAG_BLOCK_RE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
@@ -147,7 +150,7 @@ def _local_repo(text: str, state: Path) -> Path:
         raise FlagError("repo", f"{text!r}: expected a local path or a git URL")
     if not _is_url(text):
         if "://" in text or "::" in text:
-            raise FlagError("repo", f"{text!r}: expected a local path or an https, ssh or git URL")
+            raise FlagError("repo", f"{text!r}: expected a local path or an https, ssh, git or file URL")
         path = Path(text)
         if not path.is_absolute():
             raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
@@ -161,7 +164,7 @@ def _local_repo(text: str, state: Path) -> Path:
             argv = ["git", "clone", "--mirror", "--quiet", "--", text, str(dest)]
         try:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin"}
+                argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS}
             )
         except subprocess.TimeoutExpired:
             raise FlagError("repo", f"{text}: fetching timed out after {FETCH_TIMEOUT_S:g} s") from None
