@@ -50,7 +50,7 @@ class SimWorker(worker_mod.Worker):
     def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
         (self.settings.job_dir(job.id)).mkdir(parents=True, exist_ok=True)
         (self.settings.job_dir(job.id) / "result.json").write_text(str(result))
-        return worker_mod.file_report(job.file_issue, result, "# report") if job.file_issue else None
+        return worker_mod.file_report(job.file_issue, result) if job.file_issue else None
 
 
 @pytest.fixture
@@ -150,3 +150,28 @@ def test_a_job_that_keeps_killing_its_worker_is_given_up(setup):
     job = store.get(job_id)
     assert job is not None and job.state is JobState.FAILED and "gave up after" in (job.error or "")
     assert store.counts()["samples"] == 0  # it was not run a sixth time
+
+
+def test_filing_hook_calls_the_tracker_when_there_is_one(monkeypatch):
+    """The shape attrib.tracker has on main (issue 6): Filing.prepare(...).run(result, plot, log)."""
+    import sys
+    import types
+
+    calls: list[tuple[Any, ...]] = []
+
+    class Filing:
+        @classmethod
+        def prepare(cls, file_issue: str, comment: None, labels: None) -> Filing:
+            calls.append(("prepare", file_issue, comment, labels))
+            return cls()
+
+        def run(self, result: dict[str, Any], plot: None, log: Any) -> None:
+            calls.append(("run", result["status"], plot))
+            log("opened: https://forge.example/acme/k/issues/1")
+
+    fake = types.ModuleType("attrib.tracker")
+    fake.Filing = Filing  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "attrib.tracker", fake)
+    line = worker_mod.file_report("github:acme/k", {"status": "culprit_found"})
+    assert line == "opened: https://forge.example/acme/k/issues/1"
+    assert calls == [("prepare", "github:acme/k", None, None), ("run", "culprit_found", None)]

@@ -50,20 +50,23 @@ def workdir_for(settings: Settings, repo_path: str) -> Path:
     return settings.state / "work" / f"{Path(repo_path).name}-{digest}"
 
 
-def file_report(sink: str, result: dict[str, Any], markdown: str) -> str:
-    """The hook to the reporting issue's sinks: attrib.tracker.file_issue(sink, result, markdown)
-    -> a line saying where it went, when that module exists in this build."""
+def file_report(sink: str, result: dict[str, Any]) -> str:
+    """The hook to the reporting issue's sinks (issue 6): where attrib.tracker exists, file as
+    `attrib bisect --file-issue SINK` does (tracker.Filing.prepare(sink, None, None).run(result,
+    None, log)) and return what it logged; otherwise say that filing is not available here."""
     try:
         tracker = importlib.import_module("attrib.tracker")
     except ImportError:
         return FILING_UNAVAILABLE
-    file_issue = getattr(tracker, "file_issue", None)
-    if file_issue is None:
+    filing_cls = getattr(tracker, "Filing", None)
+    if filing_cls is None:
         return FILING_UNAVAILABLE
+    lines: list[str] = []
     try:
-        return str(file_issue(sink, result, markdown))
+        filing_cls.prepare(sink, None, None).run(result, None, lines.append)
     except AttribError as exc:
         return f"filing to {sink} failed: {exc}"
+    return "; ".join(lines) or f"filed to {sink}"
 
 
 class Worker(threading.Thread):
@@ -162,12 +165,11 @@ class Worker(threading.Thread):
 
     def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
         out = self.settings.job_dir(job.id)
-        markdown = render_markdown(result)
         atomic_write_text(out / "result.json", dump(result))
-        atomic_write_text(out / "report.md", markdown)
+        atomic_write_text(out / "report.md", render_markdown(result))
         if job.file_issue is None:
             return None
-        return file_report(job.file_issue, result, markdown)
+        return file_report(job.file_issue, result)
 
 
 class WorkerPool:
