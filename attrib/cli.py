@@ -396,6 +396,12 @@ def images_build(
     _guard(go)
 
 
+# The daemon and its clients (issue 7) live in their own module; they share _guard.
+from .daemon.cli_client import register as _register_daemon  # noqa: E402
+
+_register_daemon(app, _guard)
+
+
 @app.callback(invoke_without_command=True)
 def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
     if version:

@@ -48,3 +48,33 @@ class KernelCompileError(AttribError):
 class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
+
+# --- the daemon (issue 7) ------------------------------------------------------------------
+
+
+class StateError(AttribError):
+    """The daemon's state database cannot be used (locked by another process, not a database)."""
+
+
+class QueueFull(AttribError):
+    """The bounded queue of the daemon holds its maximum of queued jobs (HTTP 429)."""
+
+
+class FlagError(InputError):
+    """A regression flag (HTTP body, webhook payload) is malformed; names the field (HTTP 400)."""
+
+    def __init__(self, field: str, expected: str) -> None:
+        super().__init__(f"field '{field}': {expected}")
+        self.field = field
+
+
+class JobStopped(AttribError):
+    """Raised inside a running bisection to unwind it: cancelled, daemon stopping, lease lost."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"job stopped: {why}")
+        self.why = why  # one of worker.STOP_REASONS
+
+
+class ClientError(AttribError):
+    """`attrib submit/jobs/status/cancel`: the daemon cannot be reached or refused the request."""

@@ -24,6 +24,20 @@ class Status(StrEnum):
     ERROR = "error"
 
 
+class JobState(StrEnum):
+    """Where a daemon job is. queued and running are active (deduplicated); the rest are final."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"  # a result exists (whatever its status: culprit found, not reproduced...)
+    FAILED = "failed"  # no result: bad input found late, a reference that does not build, a crash
+    CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        return self in (JobState.QUEUED, JobState.RUNNING)
+
+
 class Direction(StrEnum):
     LOWER = "lower"  # lower is better (times)
     HIGHER = "higher"  # higher is better (throughput)

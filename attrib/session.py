@@ -4,6 +4,7 @@ daemon) call. Everything the user can get wrong is checked before anything is wr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,8 +110,10 @@ VERIFY_MODES = ("confirm", "revert")
 
 
 def run_bisect(
-    p: Plan, config: TestConfig, seed: int, events: Events | None, *, jobs: int = 1, verify: str = "confirm"
+    p: Plan, config: TestConfig, seed: int, events: Events | None, *, jobs: int = 1, verify: str = "confirm",
+    wrap_runner: Callable[[Runner], Runner] | None = None,
 ) -> dict[str, Any]:
+    """`wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     if verify not in VERIFY_MODES:
         raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
     if jobs < 1:
@@ -119,7 +122,7 @@ def run_bisect(
     try:
         mirror, builder, runner = _tools(p)
         engine = Bisection(
-            p.repo, builder, runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
+            p.repo, builder, wrap_runner(runner) if wrap_runner else runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
         )
         outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
     finally:

@@ -1,0 +1,217 @@
+"""`attrib daemon` and its clients `attrib submit`, `jobs`, `status`, `cancel`.
+
+Registered on the main typer app by cli.py (one call), so cli.py stays small. The clients use
+only the standard library (urllib): a CI job that flags a regression needs no FastAPI. The
+daemon's address comes from --url or ATTRIB_URL; the secret from ATTRIB_SECRET, or from a file
+named by --secret-file or ATTRIB_SECRET_FILE (never from a command-line value: it would show
+in `ps` and in CI logs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import ClientError, InputError
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+REQUEST_TIMEOUT_S = 60.0  # submission validates the flag (git, maybe a fetch) before answering
+
+UrlOpt = typer.Option(None, "--url", envvar="ATTRIB_URL", help=f"The daemon's address [default: {DEFAULT_URL}].")
+SecretFileOpt = typer.Option(
+    None, "--secret-file", envvar="ATTRIB_SECRET_FILE", help="File holding the shared secret (or set ATTRIB_SECRET)."
+)
+
+
+def _secret(secret_file: Path | None) -> str:
+    if secret_file is not None:
+        from .config import read_secret
+
+        return read_secret(secret_file)
+    secret = os.environ.get("ATTRIB_SECRET", "").strip()
+    if not secret:
+        raise InputError("no secret: set ATTRIB_SECRET, ATTRIB_SECRET_FILE or --secret-file")
+    return secret
+
+
+def request(
+    url: str, method: str, path: str, secret: str, body: bytes | None = None, *, sign_body: bool = False
+) -> tuple[int, dict[str, Any]]:
+    """(status, JSON answer). HTTP errors the daemon answered are returned, not raised; an
+    unreachable daemon is a ClientError."""
+    from .auth import SIGNATURE_HEADER, sign
+
+    headers = {"Content-Type": "application/json"}
+    if sign_body:
+        headers[SIGNATURE_HEADER] = sign(body or b"", secret)
+    else:
+        headers["Authorization"] = f"Bearer {secret}"
+    req = urllib.request.Request(url.rstrip("/") + path, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ClientError(f"cannot reach the daemon at {url}: {reason}") from None
+    try:
+        answer = json.loads(raw) if raw else {}
+    except ValueError:
+        answer = {"error": raw.decode("utf-8", "replace")[:200]}
+    return status, answer
+
+
+def _check(status: int, answer: dict[str, Any], what: str) -> dict[str, Any]:
+    message = str(answer.get("error", f"HTTP {status}"))
+    if status == 401:
+        raise ClientError(f"{what}: the daemon refused the secret ({message})")
+    if status in (400, 404):
+        raise InputError(f"{what}: {message}")
+    if status == 429:
+        raise ClientError(f"{what}: {message}")
+    if status >= 300:
+        raise ClientError(f"{what}: HTTP {status}: {message}")
+    return answer
+
+
+def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> None:
+    """Add the daemon's commands to the main app; `guard` is cli._guard (errors -> exit codes)."""
+
+    @app.command()
+    def daemon(
+        state: Path | None = typer.Option(None, "--state", help="Directory of the database, work dirs and reports."),
+        secret_file: Path | None = typer.Option(None, "--secret-file", help="File holding the shared secret."),
+        host: str | None = typer.Option(None, "--host", help="Address to listen on [default: 127.0.0.1]."),
+        port: int | None = typer.Option(None, "--port", help="Port [default: 8765; 0: any free port]."),
+        workers: int | None = typer.Option(None, "--workers", help="Bisections run at once [default: 1; 0: only accept and queue]."),
+        executor: str | None = typer.Option(None, "--executor", help="local or docker [default: local]."),
+        recipes_dir: Path | None = typer.Option(
+            None, "--recipes-dir", help="Flags name recipes under this directory [default: the current one]."
+        ),
+        max_queue: int | None = typer.Option(None, "--max-queue", help="Queued jobs before new flags get 429 [default: 100]."),
+        config: Path | None = typer.Option(None, "--config", help="TOML file with the same settings (docs/daemon.md)."),
+    ) -> None:
+        """Run the service: take regression flags over HTTP, bisect them, survive restarts."""
+
+        def go() -> int:
+            from .config import settings
+
+            s = settings(
+                {
+                    "state": state, "secret_file": secret_file, "host": host, "port": port, "workers": workers,
+                    "executor": executor, "recipes_dir": recipes_dir, "max_queue": max_queue,
+                },
+                config,
+            )  # fmt: skip
+            try:
+                from .server import serve
+            except ImportError as exc:
+                raise InputError(f"the daemon needs its extra: pip install 'attrib[daemon]' ({exc})") from None
+            return serve(s)
+
+        guard(go)
+
+    @app.command()
+    def submit(
+        repo: str = typer.Option(..., "--repo", help="Repository: a path on the daemon's machine or a git URL."),
+        good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
+        bad: str = typer.Option(..., "--bad", help="A later revision where it is worse."),
+        recipe: str = typer.Option(..., "--recipe", help="Recipe, relative to the daemon's recipes directory."),
+        benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmark name in the recipe."),
+        source: str | None = typer.Option(None, "--source", help="Free text: where the flag comes from (a CI job URL)."),
+        file_issue: str | None = typer.Option(None, "--file-issue", help="Where the report is filed (github:OWNER/REPO...)."),
+        url: str | None = UrlOpt,
+        secret_file: Path | None = SecretFileOpt,
+    ) -> None:
+        """Flag a regression: sign the flag and post it to the daemon. Prints the job id."""
+
+        def go() -> int:
+            # A local path is sent absolute: the daemon's working directory is not ours.
+            repo_text = str(Path(repo).resolve()) if Path(repo).exists() else repo
+            flag = {"repo": repo_text, "good": good, "bad": bad, "recipe": recipe}
+            flag.update({k: v for k, v in (("benchmark", benchmark), ("source", source), ("file_issue", file_issue)) if v})
+            body = json.dumps(flag).encode()
+            answer = _check(
+                *request(url or DEFAULT_URL, "POST", "/v1/regressions", _secret(secret_file), body, sign_body=True), "submit"
+            )
+            if answer.get("duplicate_of"):
+                typer.echo(f"{answer['id']} (duplicate of the active job {answer['duplicate_of']}: merged)")
+            else:
+                typer.echo(f"{answer['id']} queued")
+            return 0
+
+        guard(go)
+
+    @app.command()
+    def jobs(
+        state: str | None = typer.Option(None, "--state", help="Only these states, comma-separated."),
+        json_out: bool = typer.Option(False, "--json", help="Print the daemon's JSON answer."),
+        url: str | None = UrlOpt,
+        secret_file: Path | None = SecretFileOpt,
+    ) -> None:
+        """List the daemon's jobs, newest first."""
+
+        def go() -> int:
+            path = "/v1/jobs" + (f"?state={urllib.parse.quote(state)}" if state else "")
+            answer = _check(*request(url or DEFAULT_URL, "GET", path, _secret(secret_file)), "jobs")
+            if json_out:
+                typer.echo(json.dumps(answer, indent=2))
+                return 0
+            for j in answer["jobs"]:
+                typer.echo(f"{j['id']}  {j['state']:<9}  {j['repo']}  {j['good'][:10]}..{j['bad'][:10]}  {j['benchmark']}")
+            return 0
+
+        guard(go)
+
+    @app.command()
+    def status(
+        job_id: str = typer.Argument(..., help="Job id (from `attrib submit` or `attrib jobs`)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the daemon's JSON answer (with the result)."),
+        url: str | None = UrlOpt,
+        secret_file: Path | None = SecretFileOpt,
+    ) -> None:
+        """One job: its state, progress, and the result's headline when done."""
+        from ..report import headline
+
+        def go() -> int:
+            answer = _check(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", _secret(secret_file)), "status")
+            if json_out:
+                typer.echo(json.dumps(answer, indent=2))
+                return 0
+            typer.echo(f"{answer['id']} {answer['state']} (attempt {answer['attempts']})")
+            if answer["state"] == "running":
+                typer.echo(f"  {answer['progress'].get('phase', '')}")
+            if answer.get("error"):
+                typer.echo(f"  error: {answer['error']}")
+            if answer.get("result"):
+                typer.echo("  " + headline(answer["result"]).replace("**", "").replace("`", ""))
+            if answer.get("filing"):
+                typer.echo(f"  filing: {answer['filing']}")
+            return 0
+
+        guard(go)
+
+    @app.command()
+    def cancel(
+        job_id: str = typer.Argument(..., help="Job id."),
+        url: str | None = UrlOpt,
+        secret_file: Path | None = SecretFileOpt,
+    ) -> None:
+        """Cancel a job: a queued one at once, a running one at its next measurement."""
+
+        def go() -> int:
+            path = f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/cancel"
+            answer = _check(*request(url or DEFAULT_URL, "POST", path, _secret(secret_file)), "cancel")
+            typer.echo(f"{answer['id']} {answer['state']}" + (" (stopping)" if answer.get("cancel_requested") else ""))
+            return 0
+
+        guard(go)

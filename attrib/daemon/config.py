@@ -1,0 +1,131 @@
+"""The daemon's settings: command-line options over an optional TOML file over defaults.
+
+```toml
+# attrib-daemon.toml: every key optional; the command line wins
+state = "/var/lib/attrib"
+host = "127.0.0.1"
+port = 8765
+secret_file = "/etc/attrib/secret"
+workers = 1
+executor = "local"
+recipes_dir = "/srv/attrib/recipes"
+max_queue = 100
+lease_s = 30
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, RecipeError
+from ..executors import EXECUTORS
+from .store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
+
+DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
+DEFAULT_PORT = 8765
+DEFAULT_WORKERS = 1  # bisections compete for the machine they time on: one at a time by default
+MIN_SECRET_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Settings:
+    state: Path
+    secret: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    workers: int = DEFAULT_WORKERS
+    executor: str = "local"
+    recipes_dir: Path = Path(".")
+    max_queue: int = DEFAULT_MAX_QUEUE
+    lease_s: float = DEFAULT_LEASE_S
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+
+    @property
+    def db_path(self) -> Path:
+        return self.state / "state.db"
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.state / "jobs" / job_id
+
+
+# Keys of the TOML file and their types; paths are relative to the file's directory.
+_KEYS: dict[str, type] = {
+    "state": Path,
+    "host": str,
+    "port": int,
+    "secret_file": Path,
+    "workers": int,
+    "executor": str,
+    "recipes_dir": Path,
+    "max_queue": int,
+    "lease_s": float,
+    "busy_timeout_s": float,
+}
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"--config {path}: no such file") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RecipeError(path, "", f"not a TOML file ({exc})") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _KEYS:
+            raise RecipeError(path, key, f"unknown key; expected one of: {', '.join(_KEYS)}")
+        kind = _KEYS[key]
+        if kind is Path:
+            if not isinstance(value, str):
+                raise RecipeError(path, key, "expected a path string")
+            out[key] = (path.parent / value).resolve()
+        elif kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise RecipeError(path, key, "expected a number")
+            out[key] = float(value)
+        elif isinstance(value, bool) or not isinstance(value, kind):
+            raise RecipeError(path, key, f"expected {kind.__name__}")
+        else:
+            out[key] = value
+    return out
+
+
+def read_secret(path: Path, option: str = "--secret-file") -> str:
+    try:
+        secret = path.read_text().strip()
+    except FileNotFoundError:
+        raise InputError(f"{option} {path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot read ({exc.strerror})") from None
+    if len(secret) < MIN_SECRET_CHARS:
+        raise InputError(f"{option} {path}: expected a secret of at least {MIN_SECRET_CHARS} characters")
+    return secret
+
+
+def settings(cli: dict[str, Any], config: Path | None) -> Settings:
+    """Merge: command line (values not None) over the config file over defaults; validate."""
+    merged = read_config(config) if config is not None else {}
+    merged.update({k: v for k, v in cli.items() if v is not None})
+    if "state" not in merged:
+        raise InputError("--state: missing (on the command line or in the config file)")
+    if "secret_file" not in merged:
+        raise InputError("--secret-file: missing (on the command line or in the config file)")
+    secret = read_secret(Path(merged.pop("secret_file")))
+    if merged.get("executor", "local") not in EXECUTORS:
+        raise InputError(f"--executor {merged['executor']!r}: expected one of: {', '.join(EXECUTORS)}")
+    for key, low in (("workers", 0), ("max_queue", 1), ("port", 0)):
+        if key in merged and merged[key] < low:
+            raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
+    if merged.get("lease_s", DEFAULT_LEASE_S) <= 0:
+        raise InputError(f"lease_s {merged['lease_s']}: expected a positive number of seconds")
+    known = {f.name for f in fields(Settings)}
+    values = {k: v for k, v in merged.items() if k in known}
+    values["state"] = Path(values["state"]).resolve()
+    values["recipes_dir"] = Path(values.get("recipes_dir", Path.cwd())).resolve()
+    if not values["recipes_dir"].is_dir():
+        raise InputError(f"--recipes-dir {values['recipes_dir']}: no such directory")
+    return Settings(secret=secret, **values)

@@ -1,0 +1,241 @@
+"""Regression flags: what CI sends, validated field by field before anything is stored.
+
+A flag is a JSON object {"repo", "good", "bad", "recipe", "benchmark"?, "source"?, "file_issue"?}.
+It reaches the daemon directly (POST /v1/regressions, `attrib submit`) or inside a forge's
+webhook payload (docs/daemon.md: the ```attrib-flag block of a GitHub check run's output, the
+ATTRIB_FLAG variable of a GitLab pipeline). Every error names the field (HTTP 400).
+
+Revisions are checked as revision text (gitrepo.validate_revision_text: no leading '-', no
+whitespace) before git sees them, then resolved to full shas: duplicates are found by sha, so
+`main~3` and its sha flagged twice are one job. Git runs as argv lists, never through a shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import FlagError, InputError, RepoError
+from ..fsutil import file_lock
+from ..gitrepo import GitRepo, validate_revision_text
+from ..recipe import load_recipe
+from .store import NewJob
+
+_DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+FIELDS = ("repo", "good", "bad", "recipe", "benchmark", "source", "file_issue")
+REQUIRED = ("repo", "good", "bad", "recipe")
+MAX_TEXT = 2000  # characters of any one field: a flag is small
+FETCH_TIMEOUT_S = 600.0  # cloning or fetching a flagged git URL
+
+# Repositories the daemon may clone: plain transports only. git's ext:: (runs a command) and
+# anything starting with '-' (an option) never reach git; GIT_ALLOW_PROTOCOL enforces the same
+# list inside git (redirects, alternates). file:// reads what a local path could read anyway.
+ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
+_URL_RE = re.compile(r"^(https?|ssh|git|file)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
+# The sinks of the reporting issue (issue 6): github:OWNER/REPO, gitlab:GROUP/PROJECT, dir:PATH.
+_SINK_RE = re.compile(r"^(github|gitlab):[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$|^dir:[^\x00-\x1f]+$")
+FLAG_BLOCK_RE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
+
+
+@dataclass(frozen=True)
+class FlagContext:
+    """What validation needs from the daemon's settings."""
+
+    state: Path
+    recipes_dir: Path
+
+
+def parse_body(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FlagError("body", f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise FlagError("body", "expected a JSON object")
+    return data
+
+
+def _text(flag: dict[str, Any], name: str, required: bool) -> str | None:
+    value = flag.get(name)
+    if value is None:
+        if required:
+            raise FlagError(name, "missing")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise FlagError(name, "expected a non-empty string")
+    if len(value) > MAX_TEXT or "\x00" in value:
+        raise FlagError(name, f"expected at most {MAX_TEXT} characters of text")
+    return value.strip()
+
+
+def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
+    """A validated job for `flag`, or FlagError naming the first bad field."""
+    unknown = sorted(set(flag) - set(FIELDS))
+    if unknown:
+        raise FlagError(unknown[0], f"unknown field; expected only: {', '.join(FIELDS)}")
+    repo_text, good_rev, bad_rev, recipe_text = (_text(flag, f, True) or "" for f in REQUIRED)
+    bench_name = _text(flag, "benchmark", False)
+    source = _text(flag, "source", False)
+    file_issue = _text(flag, "file_issue", False)
+    for name, rev in (("good", good_rev), ("bad", bad_rev)):
+        try:
+            validate_revision_text(rev)
+        except RepoError as exc:
+            raise FlagError(name, str(exc)) from None
+    if file_issue is not None and not _SINK_RE.match(file_issue):
+        raise FlagError("file_issue", "expected github:OWNER/REPO, gitlab:GROUP/PROJECT or dir:NAME")
+    if file_issue is not None and file_issue.startswith("dir:") and not _DIR_NAME_RE.fullmatch(file_issue[4:]):
+        # a flag comes over the network: it may name a folder under --state/filed, never a path
+        raise FlagError("file_issue", "dir: takes a plain name (letters, digits, . _ -), filed under --state/filed/")
+    recipe_path = _recipe_path(recipe_text, ctx.recipes_dir)
+    try:
+        recipe = load_recipe(recipe_path)
+    except InputError as exc:
+        raise FlagError("recipe", str(exc)) from None
+    try:
+        bench = recipe.benchmark(bench_name)
+    except InputError as exc:
+        raise FlagError("benchmark", str(exc)) from None
+    repo_path = _local_repo(repo_text, ctx.state)
+    try:
+        repo = GitRepo(repo_path)
+    except RepoError as exc:
+        raise FlagError("repo", str(exc)) from None
+    shas = {}
+    for name, rev in (("good", good_rev), ("bad", bad_rev)):
+        try:
+            shas[name] = repo.resolve(rev)
+        except RepoError as exc:
+            raise FlagError(name, str(exc)) from None
+    if shas["good"] == shas["bad"]:
+        raise FlagError("bad", f"{bad_rev} is the same commit as good {good_rev} ({shas['good'][:10]})")
+    if not repo.is_ancestor(shas["good"], shas["bad"]):
+        raise FlagError("good", f"{good_rev} ({shas['good'][:10]}) is not an ancestor of bad {bad_rev} ({shas['bad'][:10]})")
+    return NewJob(
+        repo=repo_text if _is_url(repo_text) else str(repo.path),
+        repo_path=str(repo.path),
+        good=shas["good"],
+        bad=shas["bad"],
+        good_rev=good_rev,
+        bad_rev=bad_rev,
+        recipe=str(recipe_path),
+        benchmark=bench.name,
+        source=source,
+        file_issue=file_issue,
+        seed=secrets.randbelow(2**31),
+    )
+
+
+def _recipe_path(text: str, recipes_dir: Path) -> Path:
+    """Recipes hold build commands the daemon will run: only those under --recipes-dir are used."""
+    base = recipes_dir.resolve()
+    path = (base / text).resolve()
+    if not path.is_relative_to(base):
+        raise FlagError("recipe", f"{text}: expected a recipe under the daemon's recipes directory {base}")
+    if not path.is_file():
+        raise FlagError("recipe", f"{text}: no such recipe under {base}")
+    return path
+
+
+def _is_url(text: str) -> bool:
+    return bool(_URL_RE.match(text))
+
+
+def _local_repo(text: str, state: Path) -> Path:
+    """A local path as is; a git URL is cloned (once) into --state/repos and fetched on each flag."""
+    if text.startswith("-"):
+        raise FlagError("repo", f"{text!r}: expected a local path or a git URL")
+    if not _is_url(text):
+        if "://" in text or "::" in text:
+            raise FlagError("repo", f"{text!r}: expected a local path or an https, ssh, git or file URL")
+        path = Path(text)
+        if not path.is_absolute():
+            raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
+        return path
+    dest = state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+    with file_lock(state / "locks" / f"{dest.name}.lock"):
+        if (dest / "HEAD").exists():
+            argv = ["git", "-C", str(dest), "fetch", "--prune", "--quiet", "origin"]
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            argv = ["git", "clone", "--mirror", "--quiet", "--", text, str(dest)]
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS}
+            )
+        except subprocess.TimeoutExpired:
+            raise FlagError("repo", f"{text}: fetching timed out after {FETCH_TIMEOUT_S:g} s") from None
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+            raise FlagError("repo", f"{text}: cannot fetch: {tail[0]}")
+    return dest
+
+
+# --- webhooks ----------------------------------------------------------------------------------
+
+
+def flag_from_block(text: str | None) -> dict[str, Any] | None:
+    """The JSON object in the first ```attrib-flag fenced block of `text`, if any."""
+    if not text:
+        return None
+    m = FLAG_BLOCK_RE.search(text)
+    if m is None:
+        return None
+    return parse_body(m.group(1).encode())
+
+
+def github_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """(flag, why not) for a GitHub webhook. Only a completed, failed check run carries one:
+    in its output's text or summary, as an ```attrib-flag block (docs/daemon.md)."""
+    if event == "ping":
+        return None, "ping"
+    if event not in ("check_run", "workflow_run"):
+        return None, f"event {event!r} is not check_run or workflow_run"
+    obj = payload.get(event)
+    if not isinstance(obj, dict):
+        raise FlagError(event, "expected an object")
+    if payload.get("action") != "completed" or obj.get("conclusion") != "failure":
+        return None, f"{event} {payload.get('action')}/{obj.get('conclusion')}: only completed failures are flags"
+    if event == "workflow_run":
+        # GitHub puts no job output into workflow_run payloads: nothing says which range to bisect.
+        return None, "workflow_run payloads carry no job output; publish the flag as a check run or use `attrib submit`"
+    output = obj.get("output")
+    if not isinstance(output, dict):
+        raise FlagError("check_run.output", "expected an object")
+    for part in ("text", "summary"):
+        value = output.get(part)
+        if value is not None and not isinstance(value, str):
+            raise FlagError(f"check_run.output.{part}", "expected a string")
+        flag = flag_from_block(value)
+        if flag is not None:
+            return flag, ""
+    return None, "the check run's output has no ```attrib-flag block"
+
+
+def gitlab_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """(flag, why not) for a GitLab pipeline hook: a failed pipeline whose ATTRIB_FLAG variable
+    holds the flag JSON (docs/daemon.md)."""
+    if payload.get("object_kind") != "pipeline":
+        return None, f"object_kind {payload.get('object_kind')!r} is not pipeline"
+    attrs = payload.get("object_attributes")
+    if not isinstance(attrs, dict):
+        raise FlagError("object_attributes", "expected an object")
+    if attrs.get("status") != "failed":
+        return None, f"pipeline status {attrs.get('status')!r}: only failed pipelines are flags"
+    variables = attrs.get("variables") or []
+    if not isinstance(variables, list):
+        raise FlagError("object_attributes.variables", "expected a list")
+    for var in variables:
+        if isinstance(var, dict) and var.get("key") == "ATTRIB_FLAG":
+            value = var.get("value")
+            if not isinstance(value, str):
+                raise FlagError("ATTRIB_FLAG", "expected a string holding the flag JSON")
+            return parse_body(value.encode()), ""
+    return None, "the pipeline has no ATTRIB_FLAG variable"

@@ -1,0 +1,250 @@
+"""The daemon's HTTP API (FastAPI on uvicorn) and `serve`, which runs it with the workers.
+
+Authentication happens on the raw bytes before anything is parsed or stored:
+  POST /v1/regressions       X-Attrib-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>
+  POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header, same scheme)
+  POST /v1/webhooks/gitlab   X-Gitlab-Token: <secret>
+  GET ..., POST .../cancel   Authorization: Bearer <secret>
+every comparison with hmac.compare_digest. The interactive docs (/docs, /openapi.json) are off:
+they would be the only unauthenticated routes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import FlagError, QueueFull, StateError
+from ..fsutil import atomic_write_text
+from ..model import JobState
+from .auth import (
+    GITHUB_SIGNATURE_HEADER,
+    GITLAB_TOKEN_HEADER,
+    SIGNATURE_HEADER,
+    Unauthorized,
+    check_bearer,
+    check_signature,
+    check_token,
+)
+from .config import Settings
+from .flags import FlagContext, github_flag, gitlab_flag, parse_body, prepare
+from .store import Accepted, Job, Store
+from .worker import WorkerPool
+
+log = logging.getLogger("attrib.daemon")
+
+MAX_BODY_BYTES = 1 << 20  # a flag is a few hundred bytes; a check_run payload a few tens of KiB
+RETRY_AFTER_S = 30  # what a 429 tells the sender
+STOP_TIMEOUT_S = 30.0  # how long a stopping daemon waits for workers to hand their jobs back
+_JOB_ID_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def create_app(store: Store, settings: Settings) -> FastAPI:
+    app = FastAPI(title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None)
+    ctx = FlagContext(settings.state, settings.recipes_dir)
+
+    @app.exception_handler(Unauthorized)
+    async def _unauthorized(request: Request, exc: Unauthorized) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(FlagError)
+    async def _bad_flag(request: Request, exc: FlagError) -> Response:
+        return JSONResponse({"error": str(exc), "field": exc.field}, status_code=400)
+
+    @app.exception_handler(QueueFull)
+    async def _full(request: Request, exc: QueueFull) -> Response:
+        return JSONResponse({"error": str(exc)}, status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    @app.exception_handler(StateError)
+    async def _state(request: Request, exc: StateError) -> Response:
+        log.error("%s", exc)
+        return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    async def _body(request: Request) -> bytes:
+        length = request.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            raise FlagError("body", f"larger than {MAX_BODY_BYTES} bytes")
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise FlagError("body", f"larger than {MAX_BODY_BYTES} bytes")
+        return body
+
+    def _accept(flag: dict[str, Any], route: str, body: bytes) -> Accepted:
+        # Runs in the thread pool: validation runs git (and may fetch a URL), the store blocks.
+        job = prepare(flag, ctx)
+        return store.submit(job, route, body.decode("utf-8", "replace"))
+
+    def _accepted(acc: Accepted) -> JSONResponse:
+        return JSONResponse({"id": acc.job_id, "duplicate_of": acc.duplicate_of, "flag": acc.flag_id}, status_code=202)
+
+    @app.post("/v1/regressions")
+    async def regressions(request: Request) -> Response:
+        body = await _body(request)
+        check_signature(request.headers.get(SIGNATURE_HEADER), body, settings.secret, SIGNATURE_HEADER)
+        flag = parse_body(body)
+        return _accepted(await run_in_threadpool(_accept, flag, "regressions", body))
+
+    @app.post("/v1/webhooks/github")
+    async def github(request: Request) -> Response:
+        body = await _body(request)
+        check_signature(request.headers.get(GITHUB_SIGNATURE_HEADER), body, settings.secret, GITHUB_SIGNATURE_HEADER)
+        flag, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body))
+        if flag is None:
+            return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
+        return _accepted(await run_in_threadpool(_accept, flag, "github", body))
+
+    @app.post("/v1/webhooks/gitlab")
+    async def gitlab(request: Request) -> Response:
+        body = await _body(request)
+        check_token(request.headers.get(GITLAB_TOKEN_HEADER), settings.secret, GITLAB_TOKEN_HEADER)
+        flag, why = gitlab_flag(request.headers.get("X-Gitlab-Event", ""), parse_body(body))
+        if flag is None:
+            return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
+        return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body))
+
+    def _job_or_404(job_id: str) -> Job | None:
+        return store.get(job_id) if _JOB_ID_RE.match(job_id) else None
+
+    @app.get("/v1/jobs")
+    def jobs(request: Request, state: str | None = None, limit: int = 100) -> Response:
+        check_bearer(request.headers.get("Authorization"), settings.secret)
+        states = None
+        if state is not None:
+            try:
+                states = [JobState(s) for s in state.split(",")]
+            except ValueError:
+                raise FlagError("state", f"{state!r}: expected one or more of {', '.join(s.value for s in JobState)}") from None
+        return JSONResponse({"jobs": [j.summary() for j in store.jobs(max(1, min(limit, 1000)), states)]})
+
+    @app.get("/v1/jobs/{job_id}")
+    def job(request: Request, job_id: str) -> Response:
+        check_bearer(request.headers.get("Authorization"), settings.secret)
+        found = _job_or_404(job_id)
+        if found is None:
+            return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
+        report = settings.job_dir(found.id) / "report.md"
+        return JSONResponse(
+            {**found.summary(), "result": found.result, "report": f"/v1/jobs/{found.id}/report" if report.exists() else None}
+        )
+
+    @app.get("/v1/jobs/{job_id}/report")
+    def job_report(request: Request, job_id: str) -> Response:
+        check_bearer(request.headers.get("Authorization"), settings.secret)
+        found = _job_or_404(job_id)
+        path = settings.job_dir(found.id) / "report.md" if found else None
+        if path is None or not path.exists():
+            return JSONResponse({"error": f"no report for job {job_id}"}, status_code=404)
+        return PlainTextResponse(path.read_text(), media_type="text/markdown; charset=utf-8")
+
+    @app.post("/v1/jobs/{job_id}/cancel")
+    def cancel(request: Request, job_id: str) -> Response:
+        check_bearer(request.headers.get("Authorization"), settings.secret)
+        state = store.request_cancel(job_id) if _JOB_ID_RE.match(job_id) else None
+        if state is None:
+            return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
+        return JSONResponse({"id": job_id, "state": state.value, "cancel_requested": state is JobState.RUNNING}, status_code=202)
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> Response:
+        check_bearer(request.headers.get("Authorization"), settings.secret)
+        return HTMLResponse(status_page(store))
+
+    return app
+
+
+def status_page(store: Store) -> str:
+    """A small page of the queue and recent results. Every value is escaped: repo names,
+    sources and errors come from flags, i.e. from outside."""
+    e = html.escape
+    counts = store.counts()
+    rows = []
+    for j in store.jobs(50):
+        status = (j.result or {}).get("status", "")
+        culprits = ", ".join(c["commit"][:10] for c in (j.result or {}).get("culprits", []))
+        phase = j.progress.get("phase", "") if j.state is JobState.RUNNING else (j.error or "")
+        report = f'<a href="/v1/jobs/{e(j.id)}/report">report</a>' if j.state is JobState.DONE else ""
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{cell}</td>"
+                for cell in (
+                    f'<a href="/v1/jobs/{e(j.id)}">{e(j.id)}</a>',
+                    e(j.state.value),
+                    e(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(j.created))),
+                    e(j.repo),
+                    e(f"{j.good[:10]}..{j.bad[:10]}"),
+                    e(j.benchmark),
+                    e(status),
+                    e(culprits),
+                    e(str(phase)),
+                    e(j.source or ""),
+                    report,
+                )
+            )
+            + "</tr>"
+        )
+    summary = ", ".join(f"{e(k[5:])}: {v}" for k, v in sorted(counts.items()) if k.startswith("jobs_"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("job", "state", "created (UTC)", "repo", "range", "benchmark", "status", "culprits", "now / error", "source", "")
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>attrib daemon</title>"
+        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style></head><body>"
+        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded</p>"
+        f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
+    )
+
+
+def serve(settings: Settings) -> int:
+    """Run the daemon until SIGINT/SIGTERM. Prints one line with the address it listens on
+    (and writes it to --state/daemon.json: with --port 0 the OS picks the port)."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    settings.state.mkdir(parents=True, exist_ok=True)
+    store = Store(settings.db_path, busy_timeout_s=settings.busy_timeout_s, max_queue=settings.max_queue)
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise StateError(f"--host {settings.host} --port {settings.port}: cannot listen ({exc.strerror})") from None
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    url = f"http://{'[' + settings.host + ']' if family == socket.AF_INET6 else settings.host}:{port}"
+    atomic_write_text(settings.state / "daemon.json", json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+    pool = WorkerPool(store, settings)
+    pool.start()
+    print(f"attrib daemon listening on {url} (state {settings.state}, {settings.workers} worker(s))", flush=True)
+    server = uvicorn.Server(uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off"))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the SIGINT/SIGTERM that stopped it, after its graceful shutdown
+    finally:
+        pool.stop(STOP_TIMEOUT_S)
+        sock.close()
+        log.info("stopped")
+    return 0
+
+
+def state_url(state: Path) -> str | None:
+    """The address a daemon on this --state last listened on."""
+    try:
+        return str(json.loads((state / "daemon.json").read_text())["url"])
+    except (OSError, ValueError, KeyError):
+        return None

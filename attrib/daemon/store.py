@@ -1,0 +1,497 @@
+"""The daemon's memory: one SQLite database (WAL) under --state.
+
+Jobs and every state transition, every accepted flag, every sample a runner measured, the
+builds a job used, and results. Workers claim jobs with a lease they renew (heartbeat); a job
+whose lease expired (its worker died) is claimable again. Samples are written one runner call
+per transaction, so a kill -9 loses at most the run in flight.
+
+Each thread gets its own connection (sqlite3 connections must not be shared across threads).
+Write transactions use BEGIN IMMEDIATE so two writers never deadlock on a lock upgrade; a
+database held by another process past the busy timeout becomes a StateError naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import QueueFull, StateError
+from ..model import JobState
+from ..runners import RunResult
+
+SCHEMA_VERSION = 1
+DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
+DEFAULT_MAX_QUEUE = 100  # queued jobs; more flags are refused with 429 until the queue drains
+DEFAULT_LEASE_S = 30.0  # a running job's worker must renew its lease within this time
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    state TEXT NOT NULL,
+    repo TEXT NOT NULL,            -- what was flagged: a local path or a git URL
+    repo_path TEXT NOT NULL,       -- the local repository the job reads (the path, or our mirror of the URL)
+    good TEXT NOT NULL,            -- full shas, resolved at submission
+    bad TEXT NOT NULL,
+    good_rev TEXT NOT NULL,        -- as flagged
+    bad_rev TEXT NOT NULL,
+    recipe TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    dedup_key TEXT NOT NULL,
+    source TEXT,
+    file_issue TEXT,
+    seed INTEGER NOT NULL,         -- the engine is deterministic given this and the runs
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    progress TEXT NOT NULL DEFAULT '{}',
+    result TEXT,
+    error TEXT,
+    filing TEXT
+);
+-- One active job per (repo, good, bad, benchmark): the database itself refuses a second one.
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_active ON jobs (dedup_key) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, created);
+CREATE TABLE IF NOT EXISTS transitions (
+    id INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs (id),
+    at REAL NOT NULL,
+    from_state TEXT,
+    to_state TEXT NOT NULL,
+    owner TEXT,
+    note TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS flags (
+    id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs (id),
+    received REAL NOT NULL,
+    route TEXT NOT NULL,
+    duplicate INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+-- Runner call n (0-based) for one checkout key within a job (seq orders all calls of the job).
+CREATE TABLE IF NOT EXISTS samples (
+    job_id TEXT NOT NULL REFERENCES jobs (id),
+    key TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    samples TEXT NOT NULL,
+    error TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    excluded TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (job_id, key, n)
+);
+CREATE TABLE IF NOT EXISTS builds (
+    id INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs (id),
+    attempt INTEGER NOT NULL,
+    commit_sha TEXT NOT NULL,
+    key TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    cached INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    log_path TEXT NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
+_COLUMNS = (
+    "id created updated state repo repo_path good bad good_rev bad_rev recipe benchmark dedup_key source "
+    "file_issue seed attempts lease_owner lease_expires cancel_requested progress result error filing"
+).split()
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A validated flag, ready to queue (see daemon/flags.py)."""
+
+    repo: str
+    repo_path: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    recipe: str
+    benchmark: str
+    source: str | None
+    file_issue: str | None
+    seed: int
+
+    @property
+    def dedup_key(self) -> str:
+        return json.dumps([self.repo, self.good, self.bad, self.benchmark])
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    created: float
+    updated: float
+    state: JobState
+    repo: str
+    repo_path: str
+    good: str
+    bad: str
+    good_rev: str
+    bad_rev: str
+    recipe: str
+    benchmark: str
+    dedup_key: str
+    source: str | None
+    file_issue: str | None
+    seed: int
+    attempts: int
+    lease_owner: str | None
+    lease_expires: float | None
+    cancel_requested: bool
+    progress: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+    filing: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Job:
+        d = dict(row)
+        d["state"] = JobState(d["state"])
+        d["cancel_requested"] = bool(d["cancel_requested"])
+        d["progress"] = json.loads(d["progress"])
+        d["result"] = json.loads(d["result"]) if d["result"] else None
+        return cls(**d)
+
+    def summary(self) -> dict[str, Any]:
+        """What the API shows of a job (no result document: GET /v1/jobs/{id} adds it)."""
+        return {
+            "id": self.id,
+            "state": self.state.value,
+            "repo": self.repo,
+            "good": self.good,
+            "bad": self.bad,
+            "benchmark": self.benchmark,
+            "source": self.source,
+            "created": self.created,
+            "updated": self.updated,
+            "attempts": self.attempts,
+            "progress": self.progress,
+            "error": self.error,
+            "filing": self.filing,
+        }
+
+
+@dataclass(frozen=True)
+class Accepted:
+    job_id: str
+    flag_id: str
+    duplicate_of: str | None
+
+
+class Store:
+    def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        self.max_queue = max_queue
+        self._local = threading.local()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._errors("open"):
+            conn = self._conn()
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StateError(f"state database {path}: cannot switch to WAL mode (got {mode})")
+            with self._write() as c:
+                # statement by statement: executescript() would COMMIT our transaction first
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        c.execute(stmt)
+                row = c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if row is None:
+                    c.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+                elif row[0] != str(SCHEMA_VERSION):
+                    raise StateError(f"state database {path}: schema {row[0]}, this attrib reads {SCHEMA_VERSION}")
+
+    # --- connections and transactions -----------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            # isolation_level=None: we issue BEGIN ourselves, so a transaction is exactly what we write.
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=True)
+            conn.row_factory = sqlite3.Row
+            # WAL + NORMAL survives a killed process (not a power cut: the OS still has the pages).
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StateError(
+                    f"state database {self.path} is locked by another process "
+                    f"(waited {self.busy_timeout_s:g} s to {what}); nothing was written"
+                ) from None
+            raise StateError(f"state database {self.path}: {what}: {text}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"state database {self.path}: {what}: {exc}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # --- flags and jobs ---------------------------------------------------------------------
+
+    def submit(self, job: NewJob, route: str, body: str) -> Accepted:
+        """Queue `job`, or merge it into the active job with the same key. Every accepted flag
+        is stored; a full queue refuses new work (QueueFull) and stores nothing."""
+        now = time.time()
+        flag_id = uuid.uuid4().hex[:16]
+        with self._errors("accept a flag"), self._write() as c:
+            row = c.execute(
+                "SELECT id FROM jobs WHERE dedup_key = ? AND state IN ('queued', 'running')", (job.dedup_key,)
+            ).fetchone()
+            if row is not None:
+                job_id, dup = row["id"], row["id"]
+            else:
+                queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0]
+                if queued >= self.max_queue:
+                    raise QueueFull(f"the queue is full ({queued} queued jobs); try again later")
+                job_id, dup = uuid.uuid4().hex[:16], None
+                c.execute(
+                    "INSERT INTO jobs (id, created, updated, state, repo, repo_path, good, bad, good_rev, bad_rev, recipe,"
+                    " benchmark, dedup_key, source, file_issue, seed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        job_id, now, now, JobState.QUEUED.value, job.repo, job.repo_path, job.good, job.bad,
+                        job.good_rev, job.bad_rev, job.recipe, job.benchmark, job.dedup_key, job.source,
+                        job.file_issue, job.seed,
+                    ),
+                )  # fmt: skip
+                self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
+            c.execute(
+                "INSERT INTO flags (id, job_id, received, route, duplicate, body) VALUES (?,?,?,?,?,?)",
+                (flag_id, job_id, now, route, dup is not None, body),
+            )
+        return Accepted(job_id, flag_id, dup)
+
+    def get(self, job_id: str) -> Job | None:
+        with self._errors("read a job"):
+            row = self._conn().execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return None if row is None else Job.from_row(row)
+
+    def jobs(self, limit: int = 100, states: Sequence[JobState] | None = None) -> list[Job]:
+        """Newest first."""
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
+        params: list[Any] = []
+        if states:
+            sql += f" WHERE state IN ({', '.join('?' * len(states))})"
+            params.extend(s.value for s in states)
+        sql += " ORDER BY created DESC, rowid DESC LIMIT ?"
+        params.append(limit)
+        with self._errors("list jobs"):
+            rows = self._conn().execute(sql, params).fetchall()
+        return [Job.from_row(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table and jobs per state: the status page and the tests read these."""
+        with self._errors("count"):
+            c = self._conn()
+            out = {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("jobs", "flags", "samples", "builds")}
+            for state, n in c.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state"):
+                out[f"jobs_{state}"] = n
+        return out
+
+    def transitions(self, job_id: str) -> list[tuple[str | None, str, str | None, str]]:
+        with self._errors("read transitions"):
+            rows = self._conn().execute(
+                "SELECT from_state, to_state, owner, note FROM transitions WHERE job_id = ? ORDER BY id", (job_id,)
+            ).fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    @staticmethod
+    def _transition(
+        c: sqlite3.Connection, job_id: str, old: JobState | None, new: JobState, owner: str | None, note: str, now: float
+    ) -> None:
+        c.execute(
+            "INSERT INTO transitions (job_id, at, from_state, to_state, owner, note) VALUES (?,?,?,?,?,?)",
+            (job_id, now, old.value if old else None, new.value, owner, note),
+        )
+
+    # --- leases -------------------------------------------------------------------------------
+
+    def claim(self, owner: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> Job | None:
+        """The oldest queued job, or a running one whose lease expired (its worker died)."""
+        now = time.time() if now is None else now
+        with self._errors("claim a job"), self._write() as c:
+            row = c.execute(
+                "SELECT id, state, lease_owner FROM jobs WHERE (state = 'queued') OR (state = 'running' AND lease_expires < ?)"
+                " ORDER BY created, rowid LIMIT 1",
+                (now,),
+            ).fetchone()
+            if row is None:
+                return None
+            old = JobState(row["state"])
+            note = "claimed" if old is JobState.QUEUED else f"lease of {row['lease_owner']} expired; taken over"
+            c.execute(
+                "UPDATE jobs SET state = 'running', lease_owner = ?, lease_expires = ?, attempts = attempts + 1,"
+                " updated = ? WHERE id = ?",
+                (owner, now + lease_s, now, row["id"]),
+            )
+            self._transition(c, row["id"], old, JobState.RUNNING, owner, note, now)
+        return self.get(row["id"])
+
+    def heartbeat(self, job_id: str, owner: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> bool:
+        """Renew the lease; False when `owner` no longer holds it (it expired and was taken)."""
+        now = time.time() if now is None else now
+        with self._errors("renew a lease"), self._write() as c:
+            cur = c.execute(
+                "UPDATE jobs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (now + lease_s, job_id, owner),
+            )
+        return cur.rowcount == 1
+
+    def holds(self, job_id: str, owner: str) -> bool:
+        with self._errors("check a lease"):
+            row = self._conn().execute(
+                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'", (job_id, owner)
+            ).fetchone()
+        return row is not None
+
+    def cancel_requested(self, job_id: str) -> bool:
+        with self._errors("read a job"):
+            row = self._conn().execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return bool(row and row[0])
+
+    def finish(
+        self,
+        job_id: str,
+        owner: str,
+        state: JobState,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        filing: str | None = None,
+        note: str = "",
+    ) -> bool:
+        """Move a job this owner holds to a final state; False when it lost the lease meanwhile."""
+        assert not state.active
+        now = time.time()
+        with self._errors("finish a job"), self._write() as c:
+            cur = c.execute(
+                "UPDATE jobs SET state = ?, result = ?, error = ?, filing = ?, lease_owner = NULL, lease_expires = NULL,"
+                " updated = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (state.value, json.dumps(result) if result is not None else None, error, filing, now, job_id, owner),
+            )
+            if cur.rowcount != 1:
+                return False
+            self._transition(c, job_id, JobState.RUNNING, state, owner, note or (error or ""), now)
+        return True
+
+    def release(self, job_id: str, owner: str, note: str) -> bool:
+        """Give a running job back to the queue (the daemon is stopping): it resumes later."""
+        now = time.time()
+        with self._errors("release a job"), self._write() as c:
+            cur = c.execute(
+                "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires = NULL, updated = ?"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (now, job_id, owner),
+            )
+            if cur.rowcount != 1:
+                return False
+            self._transition(c, job_id, JobState.RUNNING, JobState.QUEUED, owner, note, now)
+        return True
+
+    def request_cancel(self, job_id: str) -> JobState | None:
+        """A queued job is cancelled at once; a running one is flagged and its worker stops at
+        the next runner call. Returns the state after the request (None: no such job)."""
+        now = time.time()
+        with self._errors("cancel a job"), self._write() as c:
+            row = c.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return None
+            state = JobState(row["state"])
+            if state is JobState.QUEUED:
+                c.execute(
+                    "UPDATE jobs SET state = 'cancelled', cancel_requested = 1, updated = ? WHERE id = ?", (now, job_id)
+                )
+                self._transition(c, job_id, state, JobState.CANCELLED, None, "cancelled while queued", now)
+                return JobState.CANCELLED
+            if state is JobState.RUNNING:
+                c.execute("UPDATE jobs SET cancel_requested = 1, updated = ? WHERE id = ?", (now, job_id))
+            return state
+
+    def set_progress(self, job_id: str, progress: dict[str, Any]) -> None:
+        with self._errors("record progress"), self._write() as c:
+            c.execute("UPDATE jobs SET progress = ?, updated = ? WHERE id = ?", (json.dumps(progress), time.time(), job_id))
+
+    # --- samples and builds -------------------------------------------------------------------
+
+    def load_runs(self, job_id: str) -> dict[tuple[str, int], RunResult]:
+        """Every runner call recorded for a job, by (checkout key, n-th call for that key)."""
+        with self._errors("read samples"):
+            rows = self._conn().execute(
+                "SELECT key, n, samples, error, duration_s, excluded FROM samples WHERE job_id = ?", (job_id,)
+            ).fetchall()
+        return {
+            (r["key"], r["n"]): RunResult(
+                tuple(json.loads(r["samples"])), r["error"], r["duration_s"], tuple(json.loads(r["excluded"]))
+            )
+            for r in rows
+        }
+
+    def record_run(self, job_id: str, owner: str, key: str, n: int, seq: int, run: RunResult) -> None:
+        """One runner call, committed on its own: a kill -9 loses at most the call in flight.
+        Only the lease holder may write, so a worker that lost its job cannot add samples."""
+        with self._errors("record samples"), self._write() as c:
+            if c.execute("SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?", (job_id, owner)).fetchone() is None:
+                raise StateError(f"job {job_id}: lease lost; samples not recorded")
+            c.execute(
+                "INSERT INTO samples (job_id, key, n, seq, samples, error, duration_s, excluded, at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (job_id, key, n, seq, json.dumps(list(run.samples)), run.error, run.duration_s, json.dumps(list(run.excluded)), time.time()),
+            )
+
+    def record_build(
+        self, job_id: str, attempt: int, commit: str, key: str, ok: bool, cached: bool, reason: str, duration_s: float, log_path: str
+    ) -> None:
+        with self._errors("record a build"), self._write() as c:
+            c.execute(
+                "INSERT INTO builds (job_id, attempt, commit_sha, key, ok, cached, reason, duration_s, log_path, at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (job_id, attempt, commit, key, ok, cached, reason, duration_s, log_path, time.time()),
+            )
+
+    def builds(self, job_id: str) -> list[dict[str, Any]]:
+        with self._errors("read builds"):
+            rows = self._conn().execute("SELECT * FROM builds WHERE job_id = ? ORDER BY id", (job_id,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def integrity(self) -> str:
+        with self._errors("check integrity"):
+            return str(self._conn().execute("PRAGMA integrity_check").fetchone()[0])

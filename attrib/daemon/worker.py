@@ -1,0 +1,185 @@
+"""Workers: threads of the daemon process that claim jobs, bisect them and write the results.
+
+A worker claims the oldest queued job (or one whose lease expired: its worker died) and keeps
+the lease alive from a heartbeat thread while the bisection runs. Threads, not processes: a
+kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
+of the restarted daemon, which takes the job up again once the lease has expired.
+
+Daemon jobs run the engine with jobs=1, so its run order is a function of the seed alone and
+a resumed job replays the recorded runs exactly (daemon/recording.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import threading
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..errors import AttribError, JobStopped, StateError
+from ..fsutil import atomic_write_text
+from ..model import JobState
+from ..report import write_report
+from ..result import dump
+from ..stats import TestConfig
+from .config import Settings
+from .recording import JobRecorder
+from .store import Job, Store
+
+log = logging.getLogger("attrib.daemon")
+
+POLL_S = 0.5  # an idle worker looks for work this often
+MAX_ATTEMPTS = 5  # a job claimed this many times (each time its worker died) is failed, not retried forever
+STOP_CANCELLED = "cancelled"
+STOP_STOPPING = "daemon stopping"
+STOP_LEASE_LOST = "lease lost"
+STOP_REASONS = (STOP_CANCELLED, STOP_STOPPING, STOP_LEASE_LOST)
+
+
+def workdir_for(settings: Settings, repo_path: str) -> Path:
+    """One work dir (mirror, build cache) per repository, under --state: jobs on the same
+    repository share builds, and a resumed job finds the builds of its earlier attempt."""
+    digest = hashlib.sha256(repo_path.encode()).hexdigest()[:12]
+    return settings.state / "work" / f"{Path(repo_path).name}-{digest}"
+
+
+def file_report(sink: str, result: dict[str, Any], plot: Path | None, filed_root: Path) -> str:
+    """File as `attrib bisect --file-issue SINK` does and return what the tracker logged. A
+    dir: sink from a flag is a name under --state/filed (flags.py refuses paths). A filing
+    failure is recorded on the job; the result and report are already written."""
+    from ..tracker import Filing
+
+    if sink.startswith("dir:"):
+        sink = f"dir:{filed_root / sink[4:]}"
+    lines: list[str] = []
+    try:
+        filing = Filing.prepare(sink, None, None)
+        if filing is not None:
+            filing.run(result, plot, lines.append)
+    except AttribError as exc:
+        return f"filing to {sink} failed: {exc}"
+    return "; ".join(lines) or f"nothing filed to {sink}"
+
+
+class Worker(threading.Thread):
+    def __init__(self, store: Store, settings: Settings, stopping: threading.Event, index: int) -> None:
+        super().__init__(name=f"attrib-worker-{index}", daemon=True)
+        self.store = store
+        self.settings = settings
+        self.stopping = stopping
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{index}:{uuid.uuid4().hex[:6]}"
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                try:
+                    job = self.store.claim(self.owner, self.settings.lease_s)
+                except StateError as exc:
+                    log.error("%s", exc)
+                    self.stopping.wait(POLL_S)
+                    continue
+                if job is None:
+                    self.stopping.wait(POLL_S)
+                    continue
+                if job.attempts > MAX_ATTEMPTS:
+                    self.store.finish(job.id, self.owner, JobState.FAILED, error=f"gave up after {MAX_ATTEMPTS} attempts")
+                    continue
+                self.process(job)
+        finally:
+            self.store.close()
+
+    def _heartbeat(self, job: Job, lost: threading.Event, done: threading.Event) -> None:
+        try:
+            while not done.wait(self.settings.lease_s / 3):
+                try:
+                    if not self.store.heartbeat(job.id, self.owner, self.settings.lease_s):
+                        lost.set()
+                        return
+                except StateError as exc:
+                    log.error("job %s: heartbeat: %s", job.id, exc)  # the next one may get through
+        finally:
+            self.store.close()
+
+    def process(self, job: Job) -> None:
+        lost, done = threading.Event(), threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job, lost, done), name=f"{self.name}-heartbeat", daemon=True)
+        beat.start()
+
+        def should_stop() -> str | None:
+            if lost.is_set():
+                return STOP_LEASE_LOST
+            if self.stopping.is_set():
+                return STOP_STOPPING
+            if self.store.cancel_requested(job.id):
+                return STOP_CANCELLED
+            return None
+
+        log.info("job %s: attempt %d: %s %s..%s", job.id, job.attempts, job.repo, job.good[:10], job.bad[:10])
+        recorder = JobRecorder(self.store, job, self.owner, should_stop)
+        try:
+            result = self.bisect(job, recorder)
+            recorder.phase(f"finished: {result['status']}")
+            filing = self.write_outputs(job, result)
+            self.store.finish(job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result["status"])
+            log.info("job %s: done: %s", job.id, result["status"])
+        except JobStopped as stop:
+            recorder.flush()
+            if stop.why == STOP_CANCELLED:
+                # run_bisect closed the executor (containers gone, no process left): only the
+                # state changes; the samples stay for the record.
+                self.store.finish(job.id, self.owner, JobState.CANCELLED, note="cancelled while running")
+            elif stop.why == STOP_STOPPING:
+                self.store.release(job.id, self.owner, "daemon stopping; resumes on restart")
+            log.info("job %s: %s", job.id, stop.why)
+        except StateError as exc:
+            # The database itself is unusable right now: leave the job to its lease, it is
+            # taken up again when the lease expires (attempts bound the retries).
+            log.error("job %s: %s", job.id, exc)
+        except AttribError as exc:
+            self.store.finish(job.id, self.owner, JobState.FAILED, error=str(exc))
+            log.info("job %s: failed: %s", job.id, exc)
+        except Exception as exc:  # a bug in one job must not take the daemon's worker down
+            log.error("job %s: internal error\n%s", job.id, traceback.format_exc())
+            self.store.finish(job.id, self.owner, JobState.FAILED, error=f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            done.set()
+            beat.join()
+
+    def bisect(self, job: Job, recorder: JobRecorder) -> dict[str, Any]:
+        from ..session import plan, run_bisect
+
+        p = plan(
+            Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,
+            workdir_for(self.settings, job.repo_path),
+        )  # fmt: skip
+        # jobs=1: see the module docstring; verify=confirm: the CLI's default.
+        return run_bisect(p, TestConfig(), job.seed, recorder, jobs=1, wrap_runner=recorder.wrap)
+
+    def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
+        out = self.settings.job_dir(job.id)
+        atomic_write_text(out / "result.json", dump(result))
+        plot = write_report(result, out / "report.md")
+        if job.file_issue is None:
+            return None
+        return file_report(job.file_issue, result, plot, self.settings.state / "filed")
+
+
+class WorkerPool:
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.stopping = threading.Event()
+        self.workers = [Worker(store, settings, self.stopping, i) for i in range(settings.workers)]
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+
+    def stop(self, timeout_s: float) -> None:
+        """Ask every worker to stop at its next runner call (its job goes back to the queue)."""
+        self.stopping.set()
+        for w in self.workers:
+            w.join(timeout_s)
