@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .errors import AttribError, InputError
+from .errors import AttribError, GpuUnavailable, InputError
 from .fsutil import atomic_write_text
 from .model import Status
 from .progress import PlainProgress, RichProgress
@@ -278,14 +278,14 @@ def demo(
     def go() -> int:
         if runner not in DEMO_RUNNERS:
             raise InputError(f"--runner {runner!r}: expected one of: {', '.join(DEMO_RUNNERS)}")
-        use_gpu = runner == "cupy"
-        if runner == "auto":
-            from .gpu.device import probe
+        from .gpu.device import probe
 
-            why = probe()
-            use_gpu = not why
-            if why:
-                typer.echo(f"no usable GPU ({why}): using the CPU benchmark (recipes/demo-cpu.toml)")
+        why = probe() if runner != "command" else "not asked for"
+        if runner == "cupy" and why:  # before anything is written
+            raise GpuUnavailable(f"benchmark 'gemm-bf16' times kernels on a GPU, and there is none here: {why}")
+        use_gpu = runner != "command" and not why
+        if runner == "auto" and why:
+            typer.echo(f"no usable GPU ({why}): using the CPU benchmark (recipes/demo-cpu.toml)")
         if directory.exists():
             if not (directory / DEMO_MARKER).exists():
                 raise InputError(f"--dir {directory}: exists and is not an attrib demo directory; choose another")

@@ -1,6 +1,11 @@
 // fp32 GEMM on the CUDA cores, C[M,N] = A[M,K] * B[K,N], all row-major. Block tile BM x BN
 // with a BK-deep slice of A (stored transposed) and B in shared memory; each thread owns a
 // TM x TN register tile. The tile sizes are defines so a tree or a recipe can retune them.
+// A kernel library under test can retune it: define ATTRIB_TILE_HEADER as a quoted header
+// name and put the header on the include path (`include_dirs` in the recipe).
+#ifdef ATTRIB_TILE_HEADER
+#include ATTRIB_TILE_HEADER
+#endif
 #ifndef BM
 #define BM 64
 #endif
