@@ -171,7 +171,11 @@ def test_report_rerenders_from_json(make_tree, bisect, tmp_path):
     assert res.code == 0, res.stderr
     again = run_cli("report", tmp_path / "result.json", "--out", tmp_path / "again.md")
     assert again.code == 0, again.stderr
-    assert (tmp_path / "again.md").read_text() == (tmp_path / "report.md").read_text()
+    # Identical, except that each report links the plot written next to it (when matplotlib is there).
+    original = (tmp_path / "report.md").read_text()
+    rerendered = (tmp_path / "again.md").read_text()
+    assert rerendered.replace("(again.png)", "(report.png)") == original
+    assert ("(report.png)" in original) == (tmp_path / "report.png").exists() == (tmp_path / "again.png").exists()
 
 
 def test_compare_reproduces_the_culprit_step(make_tree, bisect, tmp_path):
