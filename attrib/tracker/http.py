@@ -20,7 +20,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +34,31 @@ MAX_WAIT_S = 60.0  # a longer Retry-After is an error, not a silent hour-long ha
 TIMEOUT_S = 30.0
 
 Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A request body that is not JSON: the bytes as sent and their Content-Type."""
+
+    data: bytes
+    content_type: str
+
+
+def multipart(field: str, filename: str, content: bytes, content_type: str) -> Payload:
+    """multipart/form-data (RFC 7578) with one file part. The names are ours (no quoting needed);
+    the boundary is drawn until it does not occur in the content."""
+    if any(c in name for name in (field, filename) for c in '"\\\r\n'):
+        raise ValueError(f"multipart: {field!r}/{filename!r}: quotes, backslashes and line breaks are not supported")
+    boundary = f"attrib-{uuid.uuid4().hex}"
+    while boundary.encode() in content:
+        boundary = f"attrib-{uuid.uuid4().hex}"
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="{field}"; filename="{filename}"\r\n'
+        f"Content-Type: {content_type}\r\n\r\n"
+    )
+    data = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    return Payload(data, f"multipart/form-data; boundary={boundary}")
 
 
 def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
@@ -76,10 +103,12 @@ class HttpClient:
         return f"HttpClient({self.base_url!r}, target={self.target!r})"
 
     def _send(self, method: str, url: str, body: Any) -> tuple[int, dict[str, str], bytes]:
-        data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json", "User-Agent": "attrib", **self._auth}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
+        data = None
+        if isinstance(body, Payload):
+            data, headers["Content-Type"] = body.data, body.content_type
+        elif body is not None:
+            data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         self.attempts += 1
         try:
