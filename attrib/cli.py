@@ -107,10 +107,11 @@ def _file(result: dict[str, Any], filing: Any, plot: Path | None) -> None:
 
     from .plot import plot_available, render_plot
 
+    kept = plot is not None  # written next to --report/--out; a temporary one is gone after filing
     with tempfile.TemporaryDirectory(prefix="attrib-plot-") as tmp:
         if plot is None and plot_available():
             plot = render_plot(result, Path(tmp) / "plot.png")
-        filing.run(result, plot, typer.echo)
+        filing.run(result, plot, typer.echo, plot_kept=kept)
 
 
 FileIssueOpt = typer.Option(

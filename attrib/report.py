@@ -265,9 +265,10 @@ def _raw_counts(result: dict[str, Any]) -> list[str]:
     return out + ["", "</details>", ""]
 
 
-def render_markdown(result: dict[str, Any], plot: str | None = None) -> str:
+def render_markdown(result: dict[str, Any], plot: str | None = None, figure: str | None = None) -> str:
     """The report. `plot` is where the PNG is (a path relative to the report, or a URL); without
-    one the sparkline is the only picture."""
+    one the sparkline is the only picture. `figure`, a line of markdown, stands where the plot's
+    link would: a tracker's own markdown for an uploaded plot, or the line saying why none is."""
     unit = result["unit"]
     name = PurePath(result["repo"]).name or result["repo"]
     out: list[str] = [f"# attrib: `{result['benchmark']}` in {name}", "", headline(result), ""]
@@ -285,6 +286,8 @@ def render_markdown(result: dict[str, Any], plot: str | None = None) -> str:
     out.append("")
     if plot:
         out += [f"![{result['benchmark']} per tested commit]({plot})", ""]
+    elif figure:
+        out += [figure, ""]
     for i, c in enumerate(result["culprits"], 1):
         out += _culprit_section(c, i, len(result["culprits"]), result["status"])
     for u in result.get("unresolved", []):

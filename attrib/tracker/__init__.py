@@ -5,6 +5,10 @@ by a hidden fingerprint sha256(project, culprit, benchmark): the same culprit in
 tracker project is the same issue, whichever machine or clone bisected it. When an open
 issue with the fingerprint exists, the report is added as a comment instead. Any outcome
 (not reproduced, inconclusive) may go where the caller asked with --comment-on.
+
+The PNG plot goes where the tracker takes it (dir: copies it, GitLab uploads it); where it
+cannot (GitHub's API, a failed upload) the body keeps the sparkline and says in one line why the
+plot is missing and where the PNG is. A plot that did not make it never stops the filing.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..report import render_markdown, title
-from .base import FINGERPRINT_MARK, RUN_MARK, Posted, Sink, marker
+from .base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
 from .http import Sleep
 
 DEFAULT_LABEL = "performance-regression"
@@ -88,9 +92,28 @@ def _mention(sink: Sink, culprit: dict[str, Any]) -> str:
     return f"cc {who}: attrib attributes this regression to `{culprit['commit'][:10]}`, your commit."
 
 
-def _body(result: dict[str, Any], fp: str, run_id: str, plot: str | None, lead: str = "") -> str:
+def _attach(sink: Sink, plot: Path | None, fp: str, kept: bool, log: Callable[[str], None]) -> Attached | None:
+    """The plot on the sink, or the line the body carries instead: why, and where the PNG is
+    (`kept`: it stays on disk, next to --report/--out; otherwise it was a temporary file)."""
+    if plot is None:
+        return None
+    attached = sink.attach(plot, fp)
+    if attached.missing is None:
+        return attached
+    where = (
+        f"it is at `{plot.resolve()}` on the machine that ran attrib"
+        if kept
+        else "it was not kept (a report file, --report or --out, keeps it next to the report)"
+    )
+    line = f"{attached.missing}; {where}."
+    log(f"{sink.target}: {line}")
+    return Attached(missing=line)
+
+
+def _body(result: dict[str, Any], fp: str, run_id: str, plot: Attached | None, lead: str = "") -> str:
     marks = f"{marker(FINGERPRINT_MARK, fp)}\n{marker(RUN_MARK, run_id)}\n"
-    return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=plot)
+    link, figure = (plot.link, plot.markdown or plot.missing) if plot else (None, None)
+    return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=link, figure=figure)
 
 
 def file_issues(
@@ -99,6 +122,7 @@ def file_issues(
     labels: list[str],
     plot: Path | None = None,
     log: Callable[[str], None] = lambda line: None,
+    plot_kept: bool = True,
 ) -> list[Filed]:
     """One issue per culprit (or a comment on its open twin). Nothing for other outcomes."""
     if result["status"] != "culprit_found":
@@ -110,7 +134,7 @@ def file_issues(
         fp = fingerprint(sink.project, c["commit"], result["benchmark"])
         run_id = uuid.uuid4().hex
         existing = sink.find_open(fp, labels[0] if labels else None)
-        ref = sink.attach(plot, fp) if plot is not None else None
+        ref = _attach(sink, plot, fp, plot_kept, log)
         if existing is not None:
             lead = f"attrib measured this regression again (`{result['benchmark']}`, `{c['commit'][:10]}`)."
             posted: Posted = sink.comment(existing.number, _body(result, fp, run_id, ref, lead), run_id)
@@ -130,11 +154,12 @@ def comment_on(
     plot: Path | None = None,
     filed: list[Filed] | None = None,
     log: Callable[[str], None] = lambda line: None,
+    plot_kept: bool = True,
 ) -> Filed:
     """The report of any outcome as a comment on the issue the caller named."""
     run_id = uuid.uuid4().hex
     fp = fingerprint(sink.project, f"comment-on#{number}", result["benchmark"])
-    ref = sink.attach(plot, fp) if plot is not None else None
+    ref = _attach(sink, plot, fp, plot_kept, log)
     opened = [f.where for f in filed or [] if f.action != "skipped"]
     lead = ("Filed: " + ", ".join(opened)) if opened else ""
     posted = sink.comment(number, _body(result, fp, run_id, ref, lead), run_id)
@@ -164,7 +189,11 @@ class Filing:
         comment_sink = open_sink(target) if target is not None else None
         return cls(file_sink, comment_sink, target.number if target else None, labels)
 
-    def run(self, result: dict[str, Any], plot: Path | None, log: Callable[[str], None]) -> None:
-        filed = file_issues(result, self.file_sink, self.labels, plot, log) if self.file_sink else []
+    def run(
+        self, result: dict[str, Any], plot: Path | None, log: Callable[[str], None], plot_kept: bool = True
+    ) -> None:
+        """`plot_kept`: the PNG stays where it is (next to the report) after filing; a body that
+        cannot carry the plot names its path then."""
+        filed = file_issues(result, self.file_sink, self.labels, plot, log, plot_kept) if self.file_sink else []
         if self.comment_sink is not None and self.number is not None:
-            comment_on(result, self.comment_sink, self.number, plot, filed, log)
+            comment_on(result, self.comment_sink, self.number, plot, filed, log, plot_kept)

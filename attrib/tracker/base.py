@@ -17,6 +17,18 @@ class Posted:
     url: str
 
 
+@dataclass(frozen=True)
+class Attached:
+    """What a sink made of the plot, for the body. One of: `link`, a path or URL the report links
+    as its image (dir:); `markdown`, the tracker's own markdown for an upload (GitLab); or
+    `missing`, the start of the line saying why there is no plot ("The plot could not be attached
+    (upload failed: ...)"); the filing adds where the PNG is."""
+
+    link: str | None = None
+    markdown: str | None = None
+    missing: str | None = None
+
+
 def marker(kind: str, value: str) -> str:
     return f"<!-- {kind}: {value} -->"
 
@@ -35,6 +47,7 @@ class Sink(Protocol):
         """The culprit author's account name on this tracker, when it can be found."""
         ...
 
-    def attach(self, plot: Path, fingerprint: str) -> str | None:
-        """Where the plot can be seen from the body (a path or URL), or None where it cannot."""
+    def attach(self, plot: Path, fingerprint: str) -> Attached:
+        """The plot, made visible from the body where the tracker allows it. Never raises for a
+        plot that could not be attached: the report is filed without it (`missing` says why)."""
         ...

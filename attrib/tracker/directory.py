@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..fsutil import atomic_write_text
-from .base import Posted, marker
+from .base import Attached, Posted, marker
 from .http import utc_now
 
 FINGERPRINT_DIR_CHARS = 16
@@ -51,7 +51,7 @@ class Directory:
     def handle(self, sha: str) -> str | None:
         return None
 
-    def attach(self, plot: Path, fingerprint: str) -> str | None:
+    def attach(self, plot: Path, fingerprint: str) -> Attached:
         folder = self._dir(fingerprint)
         folder.mkdir(parents=True, exist_ok=True)
         name = "plot.png"
@@ -61,4 +61,4 @@ class Directory:
                 n += 1
             name = f"plot-{n}.png"
         shutil.copyfile(plot, folder / name)
-        return name
+        return Attached(link=name)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TrackerError
-from .base import MAX_PAGES, Posted, marker
+from .base import MAX_PAGES, Attached, Posted, marker
 from .http import HttpClient, Sleep
 
 DEFAULT_API = "https://api.github.com"
@@ -99,8 +99,10 @@ class GitHub:
         author = data.get("author") or {}
         return author.get("login")
 
-    def attach(self, plot: Path, fingerprint: str) -> str | None:
-        return None  # the REST API has no attachments; the sparkline stands in
+    def attach(self, plot: Path, fingerprint: str) -> Attached:
+        # Issue attachments exist only in the web UI (an undocumented upload endpoint behind a
+        # browser session); the REST API has none. The sparkline stands in, and the body says so.
+        return Attached(missing="The plot is not attached on GitHub (its REST API takes no attachments)")
 
 
 def _fingerprint_of(body: str) -> str:

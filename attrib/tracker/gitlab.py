@@ -1,4 +1,5 @@
-"""GitLab REST v4 issues: search by fingerprint, create, add a note."""
+"""GitLab REST v4 issues: search by fingerprint, create, add a note; the plot goes up through
+the project uploads API and the issue embeds the markdown GitLab answers with."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TrackerError
-from .base import Posted, marker
-from .http import HttpClient, Sleep
+from .base import Attached, Posted, marker
+from .http import HttpClient, Sleep, multipart
 
 DEFAULT_API = "https://gitlab.com/api/v4"
 TOKEN_VAR = "GITLAB_TOKEN"
 NEED_READ = "read_api scope and at least the Guest role"
 NEED_WRITE = "api scope and at least the Reporter role"
+UPLOAD_NAME = "plot.png"  # what the issue shows: ![plot](/uploads/<secret>/plot.png)
 
 
 class GitLab:
@@ -70,6 +72,26 @@ class GitLab:
     def handle(self, sha: str) -> str | None:
         return None  # GitLab's commit API gives a name and e-mail, not an account: mention by name
 
-    def attach(self, plot: Path, fingerprint: str) -> str | None:
-        return None  # uploads need multipart; not done yet (the sparkline stands in)
-
+    def attach(self, plot: Path, fingerprint: str) -> Attached:
+        """POST /projects/:id/uploads (multipart, field `file`). No recheck: a retried upload at
+        worst leaves an unused copy of the PNG in the project, never a second issue. Any failure
+        is the reason the body gives, not the end of filing."""
+        try:
+            content = plot.read_bytes()
+        except OSError as exc:
+            return Attached(missing=f"The plot could not be attached ({plot.name}: {exc.strerror or exc})")
+        try:
+            data = self.http.request(
+                "POST",
+                f"{self.path}/uploads",
+                body=multipart("file", UPLOAD_NAME, content, "image/png"),
+                need=NEED_WRITE,
+            )
+        except TrackerError as exc:
+            return Attached(
+                missing=f"The plot could not be attached (upload failed: {str(exc).removeprefix(self.target + ': ')})"
+            )
+        markdown = data.get("markdown") if isinstance(data, dict) else None
+        if not isinstance(markdown, str) or not markdown.startswith("![") or "\n" in markdown:
+            return Attached(missing="The plot could not be attached (the upload's answer carried no image markdown)")
+        return Attached(markdown=markdown)
