@@ -169,7 +169,8 @@ class HttpClient:
         if status == 404:
             return f"{self.target}: 404 Not Found — no such project, or the token cannot see it (it needs {need})"
         try:
-            detail = json.loads(raw).get("message") or raw.decode(errors="replace")
+            data = json.loads(raw)  # GitHub says "message"; GitLab "message" or, for a bad parameter, "error"
+            detail = data.get("message") or data.get("error") or raw.decode(errors="replace")
         except (ValueError, AttributeError):
             detail = raw.decode(errors="replace")
         detail = " ".join(str(detail).split())[:200]
