@@ -5,15 +5,23 @@ contract: 401 on a missing or wrong token, 422 (GitHub) / 400 (GitLab) on unknow
 wrong types in a JSON body, 404 on unknown routes or projects. It can be told to fail the next
 N requests with 500 or 429 (+ Retry-After), or to process the next POST and then drop the
 connection without answering (the case where a naive retry files twice). It records what it
-received so tests assert on that, not on what the client believes it sent."""
+received so tests assert on that, not on what the client believes it sent.
+
+GitLab's project uploads (POST /projects/:id/uploads) are strict too: auth first, then 400
+unless the body is multipart/form-data with exactly one part, named `file`, with a filename and
+content that starts with the PNG magic bytes. Failures can be aimed at one route (`path=`), so a
+test can fail the upload and let the issue through."""
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import json
 import re
 import socket
 import threading
 import urllib.parse
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +30,7 @@ GITHUB_ISSUE_FIELDS = {"title": str, "body": str, "labels": list, "assignees": l
 GITHUB_COMMENT_FIELDS = {"body": str}
 GITLAB_ISSUE_FIELDS = {"title": str, "description": str, "labels": str}
 GITLAB_NOTE_FIELDS = {"body": str}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass
@@ -41,6 +50,20 @@ class Received:
     query: dict[str, list[str]]
     body: Any
     headers: dict[str, str]
+    raw: bytes = b""  # the body as sent (multipart uploads are not JSON)
+
+
+@dataclass
+class Upload:
+    project: str
+    filename: str
+    content_type: str  # the part's own Content-Type
+    content: bytes
+    secret: str
+
+    @property
+    def url(self) -> str:
+        return f"/uploads/{self.secret}/{self.filename}"
 
 
 class FakeTracker:
@@ -49,8 +72,9 @@ class FakeTracker:
         self.issues: dict[str, list[Issue]] = {p: [] for p in projects}
         self.logins: dict[str, str] = {}  # commit sha -> GitHub login
         self.received: list[Received] = []
+        self.uploads: list[Upload] = []  # GitLab project uploads that were accepted
         self.lock = threading.Lock()
-        self._fail: list[tuple[int, str | None]] = []  # (status, Retry-After) for the next requests
+        self._fail: list[tuple[int, str | None, str | None]] = []  # (status, Retry-After, path part)
         self._drop_posts = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -70,9 +94,10 @@ class FakeTracker:
         self.server.server_close()
         self.thread.join(timeout=5)
 
-    def fail_next(self, n: int, status: int = 500, retry_after: str | None = None) -> None:
+    def fail_next(self, n: int, status: int = 500, retry_after: str | None = None, path: str | None = None) -> None:
+        """Fail the next n requests (only those whose path contains `path`, when given)."""
         with self.lock:
-            self._fail += [(status, retry_after)] * n
+            self._fail += [(status, retry_after, path)] * n
 
     def drop_next_post(self, n: int = 1) -> None:
         """Process the next n POSTs (store what they create), then close without answering."""
@@ -116,10 +141,11 @@ class FakeTracker:
                 except ValueError:
                     body = ValueError
                 headers = {k.lower(): v for k, v in self.headers.items()}  # header names are case-insensitive
-                rec = Received(method, parsed.path, urllib.parse.parse_qs(parsed.query), body, headers)
+                rec = Received(method, parsed.path, urllib.parse.parse_qs(parsed.query), body, headers, raw)
                 with tracker.lock:
                     tracker.received.append(rec)
-                    fail = tracker._fail.pop(0) if tracker._fail else None
+                    due = [i for i, (_, _, part) in enumerate(tracker._fail) if part is None or part in parsed.path]
+                    fail = tracker._fail.pop(due[0])[:2] if due else None
                     drop = method == "POST" and tracker._drop_posts > 0 and fail is None
                     if drop:
                         tracker._drop_posts -= 1
@@ -129,7 +155,7 @@ class FakeTracker:
                 if parsed.path.startswith("/repos/"):
                     status, data = tracker._github(method, parsed.path, rec.query, body, self.headers)
                 elif parsed.path.startswith("/projects/"):
-                    status, data = tracker._gitlab(method, parsed.path, rec.query, body, self.headers)
+                    status, data = tracker._gitlab(method, parsed.path, rec.query, body, self.headers, raw)
                 else:
                     status, data = 404, {"message": "Not Found"}
                 if drop and 200 <= status < 300:
@@ -197,9 +223,12 @@ class FakeTracker:
         }
 
     # -- GitLab ---------------------------------------------------------------------------
-    def _gitlab(self, method: str, path: str, query: dict, body: Any, headers: Any) -> tuple[int, Any]:
+    def _gitlab(self, method: str, path: str, query: dict, body: Any, headers: Any, raw: bytes) -> tuple[int, Any]:
         if self.token not in (headers.get("PRIVATE-TOKEN"), (headers.get("Authorization") or "").removeprefix("Bearer ")):
             return 401, {"message": "401 Unauthorized"}
+        m = re.fullmatch(r"/projects/([^/]+)/uploads", path)
+        if m and method == "POST" and urllib.parse.unquote(m.group(1)) in self.issues:
+            return self._gl_upload(urllib.parse.unquote(m.group(1)), headers.get("Content-Type") or "", raw)
         # The project id is the URL-encoded path (group%2Fproject): a raw slash is another route.
         m = re.fullmatch(r"/projects/([^/]+)/issues(?:/(\d+)/(notes))?", path)
         if not m or urllib.parse.unquote(m.group(1)) not in self.issues:
@@ -232,6 +261,29 @@ class FakeTracker:
             issue.comments.append(body["body"])
             return 201, {"id": len(issue.comments), "body": body["body"]}
 
+    def _gl_upload(self, project: str, content_type: str, raw: bytes) -> tuple[int, Any]:
+        parts = _multipart(content_type, raw)
+        if isinstance(parts, str):
+            return 400, {"error": parts}
+        if [name for name, _, _, _ in parts] != ["file"]:
+            return 400, {"error": f"expected exactly one part named 'file', got {[n for n, _, _, _ in parts]}"}
+        [(_, filename, ctype, content)] = parts
+        if not filename:
+            return 400, {"error": "file is missing (the part has no filename)"}
+        if not content.startswith(PNG_MAGIC):
+            return 400, {"error": "file is not a PNG"}
+        with self.lock:
+            upload = Upload(project, filename, ctype, content, uuid.uuid4().hex)
+            self.uploads.append(upload)
+        alt = filename.rsplit(".", 1)[0]
+        return 201, {
+            "id": len(self.uploads),
+            "alt": alt,
+            "url": upload.url,
+            "full_path": f"/-/project/1/uploads/{upload.secret}/{filename}",
+            "markdown": f"![{alt}]({upload.url})",
+        }
+
     @staticmethod
     def _gl_issue(project: str, i: Issue) -> dict[str, Any]:
         state = "opened" if i.state == "open" else i.state
@@ -243,6 +295,35 @@ class FakeTracker:
             "labels": i.labels,
             "web_url": f"https://gitlab.test/{project}/-/issues/{i.number}",
         }
+
+
+def _multipart(content_type: str, raw: bytes) -> list[tuple[str, str | None, str, bytes]] | str:
+    """(name, filename, Content-Type, content) per part of a multipart/form-data body, or what
+    is wrong with it. Strict RFC 7578 framing: CRLF line ends, the boundary from the header, a
+    closing delimiter; nothing is guessed."""
+    mtype, _, params = content_type.partition(";")
+    if mtype.strip().lower() != "multipart/form-data":
+        return f"Content-Type {mtype.strip()!r} is not multipart/form-data"
+    found = re.fullmatch(r'\s*boundary="?([^";]+)"?\s*', params)
+    if not found:
+        return "multipart/form-data without a boundary"
+    delim = b"--" + found.group(1).encode()
+    closing = b"\r\n" + delim + b"--"
+    body = raw.removesuffix(b"\r\n")
+    if not body.startswith(delim + b"\r\n") or not body.endswith(closing):
+        return "malformed multipart body (opening or closing delimiter missing)"
+    inner = body[len(delim) + 2 : -len(closing)]
+    parts = []
+    for chunk in inner.split(b"\r\n" + delim + b"\r\n"):
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            return "malformed multipart part (no blank line after its headers)"
+        msg = email.parser.BytesHeaderParser(policy=email.policy.HTTP).parsebytes(head + b"\r\n\r\n")
+        disposition = msg.get("Content-Disposition")
+        if disposition is None or disposition.content_disposition != "form-data" or not disposition.params.get("name"):
+            return "a part without Content-Disposition: form-data; name=..."
+        parts.append((disposition.params["name"], disposition.params.get("filename"), msg.get_content_type(), content))
+    return parts
 
 
 def _check(body: Any, fields: dict[str, type], required: tuple[str, ...]) -> str | None:
