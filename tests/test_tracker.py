@@ -231,6 +231,13 @@ def test_cli_report_files_and_keeps_the_token_secret(server, results, tmp_path):
     assert server.issues["acme/kernels"][0].labels == ["perf", "gemm"]
     everything = proc.stdout + proc.stderr + (tmp_path / "r.md").read_text() + server.issues["acme/kernels"][0].body
     assert TOKEN not in everything
+    # The filed body is the report with its local plot link replaced by the line saying where it is.
+    note = (
+        "The plot is not attached on GitHub (its REST API takes no attachments); "
+        f"it is at `{(tmp_path / 'r.png').resolve()}` on the machine that ran attrib."
+    )
+    report = (tmp_path / "r.md").read_text()
+    assert report.replace("![gemm_fp16 per tested commit](r.png)", note) in server.issues["acme/kernels"][0].body
     bad = run_cli("report", tmp_path / "result.json", "--file-issue", "gitlub:x")
     assert bad.code == 2
     assert bad.stderr.strip() == (
@@ -272,8 +279,136 @@ def test_bisect_files_one_issue_then_comments(server, make_tree, demo_recipe, tm
         result = json.loads((tmp_path / f"r{n}.json").read_text())
         assert [c["commit"] for c in result["culprits"]] == tree.culprits
         report = (tmp_path / f"report{n}.md").read_text()
-        # The tracker gets the full report; only the plot link differs (GitHub's API takes no attachments).
-        assert report.replace(f"![loop per tested commit](report{n}.png)\n\n", "") in text
+        # The tracker gets the full report; only the plot link differs (GitHub's API takes no
+        # attachments): the body says so and where the PNG is instead.
+        png = (tmp_path / f"report{n}.png").resolve()
+        note = f"The plot is not attached on GitHub (its REST API takes no attachments); it is at `{png}` on the machine that ran attrib."
+        assert report.replace(f"![loop per tested commit](report{n}.png)", note) in text
         assert (tmp_path / f"report{n}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert TOKEN not in runs[n - 1].stdout + runs[n - 1].stderr + (tmp_path / f"r{n}.json").read_text() + report
     assert issue.labels == ["performance-regression"]
+
+
+# -- the plot: GitLab uploads it, GitHub says where it is ------------------------------------
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # the magic, then every byte value (CR, LF, "--")
+GL = "gpu/compilers/nvcc"
+
+
+@pytest.fixture
+def plot(tmp_path):
+    path = tmp_path / "report.png"
+    path.write_bytes(PNG)
+    return path
+
+
+def test_gitlab_uploads_the_plot_and_the_issue_embeds_it(server, results, plot):
+    log: list[str] = []
+    assert file_issues(results["culprit"], gitlab(server), ["performance-regression"], plot, log.append)[0].action == "opened"
+    [upload] = server.uploads
+    assert upload.project == GL and upload.filename == "plot.png" and upload.content == PNG
+    [issue] = server.issues[GL]
+    assert f"![plot]({upload.url})" in issue.body and upload.url == f"/uploads/{upload.secret}/plot.png"
+    assert "](report.png)" not in issue.body and "could not be attached" not in issue.body
+    assert "```text" in issue.body  # the sparkline stays: the text picture for mail and the CLI
+    [sent] = [r for r in server.posts() if r.path.endswith("/uploads")]
+    assert sent.headers["private-token"] == TOKEN and sent.headers["content-type"].startswith("multipart/form-data;")
+    assert log == ["opened: https://gitlab.test/gpu/compilers/nvcc/-/issues/1"]
+
+
+def test_a_failing_upload_still_files_once_and_says_why(server, results, plot):
+    sleeps, log = Sleeps(), []
+    server.fail_next(10, 500, path="/uploads")
+    filed = file_issues(results["culprit"], gitlab(server, sleeps), ["performance-regression"], plot, log.append)
+    assert [f.action for f in filed] == ["opened"]
+    uploads = [r for r in server.posts() if r.path.endswith("/uploads")]
+    assert len(uploads) == 5 and sleeps == [1.0, 2.0, 4.0, 8.0] and server.uploads == []  # the client's rules
+    assert [r.path for r in server.posts() if not r.path.endswith("/uploads")] == [f"/projects/{GL.replace('/', '%2F')}/issues"]
+    [issue] = server.issues[GL]
+    line = (
+        f"The plot could not be attached (upload failed: POST /projects/gpu%2Fcompilers%2Fnvcc/uploads: "
+        f"500 server error after 5 attempts); it is at `{plot.resolve()}` on the machine that ran attrib."
+    )
+    assert f"\n{line}\n" in issue.body and "![" not in issue.body and "```text" in issue.body
+    assert log == [f"gitlab:{GL}: {line}", "opened: https://gitlab.test/gpu/compilers/nvcc/-/issues/1"]
+
+
+def test_an_upload_rate_limited_waits_and_then_attaches(server, results, plot):
+    sleeps = Sleeps()
+    server.fail_next(1, 429, retry_after="3", path="/uploads")
+    file_issues(results["culprit"], gitlab(server, sleeps), ["performance-regression"], plot)
+    [upload] = server.uploads
+    assert sleeps == [3.0] and f"![plot]({upload.url})" in server.issues[GL][0].body
+
+
+def test_a_dropped_upload_is_sent_again_and_the_issue_still_filed_once(server, results, plot):
+    sleeps = Sleeps()
+    server.drop_next_post()  # the first POST is the upload: stored, then no answer
+    assert file_issues(results["culprit"], gitlab(server, sleeps), ["performance-regression"], plot)[0].action == "opened"
+    first, second = server.uploads  # an unused copy on the server is the whole cost of retrying
+    [issue] = server.issues[GL]
+    assert f"![plot]({second.url})" in issue.body and first.url not in issue.body
+
+
+def test_a_comment_on_the_fingerprinted_issue_carries_its_own_uploaded_plot(server, results, plot):
+    r = results["culprit"]
+    file_issues(r, gitlab(server), ["performance-regression"], plot)
+    assert file_issues(r, gitlab(server), ["performance-regression"], plot)[0].action == "commented"
+    first, second = server.uploads
+    [issue] = server.issues[GL]
+    assert f"![plot]({first.url})" in issue.body and f"![plot]({second.url})" in issue.comments[0]
+    assert "measured this regression again" in issue.comments[0]
+    # --comment-on (any outcome) on the issue that asked carries an uploaded plot too
+    comment_on(results["not_reproduced"], gitlab(server), 1, plot)
+    assert f"![plot]({server.uploads[2].url})" in issue.comments[1] and "**Not reproduced**" in issue.comments[1]
+
+
+def test_a_rejected_upload_is_not_retried_and_the_body_says_why(server, results, tmp_path):
+    not_png = tmp_path / "plot.png"
+    not_png.write_bytes(b"GIF89a")
+    sleeps = Sleeps()
+    file_issues(results["culprit"], gitlab(server, sleeps), ["performance-regression"], not_png)
+    assert sleeps == [] and server.uploads == []
+    assert "The plot could not be attached (upload failed: 400 Bad Request — file is not a PNG)" in server.issues[GL][0].body
+
+
+def test_the_strict_server_rejects_a_sloppy_upload(server):
+    from attrib.tracker.http import Payload, multipart
+
+    def post(body, token=TOKEN):
+        gl = gitlab(server, token=token)
+        return gl.http.request("POST", gl.path + "/uploads", body=body, need="api")
+
+    def part(name: str, filename: str) -> bytes:
+        return f'--zz\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n\r\n'.encode() + PNG
+
+    with pytest.raises(TrackerError, match="401"):
+        post(multipart("file", "plot.png", PNG, "image/png"), token="wrong")
+    with pytest.raises(TrackerError, match="400 .*not multipart/form-data"):
+        post({"file": "x"})
+    with pytest.raises(TrackerError, match="400 .*exactly one part named 'file'"):
+        post(multipart("image", "plot.png", PNG, "image/png"))
+    two = part("file", "a.png") + b"\r\n" + part("file", "b.png") + b"\r\n--zz--\r\n"
+    with pytest.raises(TrackerError, match="400 .*exactly one part"):
+        post(Payload(two, "multipart/form-data; boundary=zz"))
+    with pytest.raises(TrackerError, match="400 .*malformed"):
+        post(Payload(part("file", "a.png"), "multipart/form-data; boundary=zz"))  # never closed
+    with pytest.raises(TrackerError, match="400 .*not a PNG"):
+        post(multipart("file", "plot.png", b"GIF89a", "image/gif"))
+    assert server.uploads == []
+    assert post(multipart("file", "plot.png", PNG, "image/png"))["markdown"] == f"![plot]({server.uploads[0].url})"
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_github_keeps_the_sparkline_and_says_where_the_plot_is(server, results, plot, kept):
+    log: list[str] = []
+    file_issues(results["culprit"], github(server), ["performance-regression"], plot, log.append, plot_kept=kept)
+    body = server.issues["acme/kernels"][0].body
+    where = (
+        f"it is at `{plot.resolve()}` on the machine that ran attrib."
+        if kept
+        else "it was not kept (a report file, --report or --out, keeps it next to the report)."
+    )
+    line = f"The plot is not attached on GitHub (its REST API takes no attachments); {where}"
+    assert f"\n{line}\n" in body and "![" not in body and "```text" in body
+    assert log[0] == f"github:acme/kernels: {line}"
+    assert not [r for r in server.received if "upload" in r.path]
