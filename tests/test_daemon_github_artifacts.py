@@ -12,6 +12,7 @@ import io
 import json
 import random
 import re
+import sqlite3
 import threading
 import urllib.parse
 import zipfile
@@ -170,6 +171,11 @@ def test_failed_run_with_a_flag_artifact_is_queued_once(daemon: Daemon, github: 
     assert status == 202 and second["duplicate_of"] == first["id"] == second["id"]
     counts = daemon.store.counts()
     assert counts["jobs"] == 1 and counts["flags"] == 2
+    with sqlite3.connect(daemon.settings.db_path) as db:  # what was flagged outlives the artifact
+        rows = db.execute("SELECT route, body FROM flags").fetchall()
+    assert [(r, json.loads(b)["workflow_run"], json.loads(b)["flag"]["bad"]) for r, b in rows] == [
+        ("github-artifact", {"repository": PROJECT, "id": RUN}, flag["bad"])
+    ] * 2
 
 
 def test_artifacts_url_names_the_run_only_on_the_daemons_own_api(daemon: Daemon, github: FakeGitHub, repo):  # noqa: F811

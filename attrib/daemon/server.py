@@ -114,17 +114,20 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         body = await _body(request)
         check_signature(request.headers.get(GITHUB_SIGNATURE_HEADER), body, settings.secret, GITHUB_SIGNATURE_HEADER)
         found, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body), settings.github_api_url)
-        route = "github"
+        route, stored = "github", body
         if isinstance(found, WorkflowRun):
             run, route = found, "github-artifact"
             found = await _artifact_flag(run)
             if found is None:
                 why = f"workflow run {run.run_id} of {run.repo} has no unexpired {ARTIFACT_NAME} artifact"
-            elif "source" not in found and run.html_url:
-                found["source"] = run.html_url
+            else:
+                if "source" not in found and run.html_url:
+                    found["source"] = run.html_url
+                # The event holds no flag and the artifact expires: store the flag with its run.
+                stored = json.dumps({"workflow_run": {"repository": run.repo, "id": run.run_id}, "flag": found}).encode()
         if found is None:
             return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
-        return _accepted(await run_in_threadpool(_accept, found, route, body))
+        return _accepted(await run_in_threadpool(_accept, found, route, stored))
 
     async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
         """The flag in the run's artifact, fetched in the GitHub pool under FETCH_DEADLINE_S
