@@ -68,6 +68,12 @@ class FlagError(InputError):
         self.field = field
 
 
+class UpstreamError(AttribError):
+    """A forge the daemon asked (GitHub, for a workflow run's artifact) cannot be reached or
+    answered an error (HTTP 502); one line naming the repository and, for 401/403/404, the
+    permission the token needs."""
+
+
 class JobStopped(AttribError):
     """Raised inside a running bisection to unwind it: cancelled, daemon stopping, lease lost."""
 

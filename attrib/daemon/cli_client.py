@@ -98,6 +98,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             None, "--recipes-dir", help="Flags name recipes under this directory [default: the current one]."
         ),
         max_queue: int | None = typer.Option(None, "--max-queue", help="Queued jobs before new flags get 429 [default: 100]."),
+        github_api_url: str | None = typer.Option(
+            None, "--github-api-url", help="GitHub's REST API, for workflow_run artifacts [default: $GITHUB_API_URL or api.github.com]."
+        ),
+        github_token_file: Path | None = typer.Option(
+            None, "--github-token-file", help="File holding a GitHub token with actions:read [default: $GITHUB_TOKEN]."
+        ),
         config: Path | None = typer.Option(None, "--config", help="TOML file with the same settings (docs/daemon.md)."),
     ) -> None:
         """Run the service: take regression flags over HTTP, bisect them, survive restarts."""
@@ -109,6 +115,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
                 {
                     "state": state, "secret_file": secret_file, "host": host, "port": port, "workers": workers,
                     "executor": executor, "recipes_dir": recipes_dir, "max_queue": max_queue,
+                    "github_api_url": github_api_url, "github_token_file": github_token_file,
                 },
                 config,
             )  # fmt: skip

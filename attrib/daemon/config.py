@@ -11,11 +11,14 @@ executor = "local"
 recipes_dir = "/srv/attrib/recipes"
 max_queue = 100
 lease_s = 30
+github_api_url = "https://api.github.com"   # default: $GITHUB_API_URL, else this
+github_token_file = "/etc/attrib/github-token"   # default: $GITHUB_TOKEN (actions:read)
 ```
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -29,6 +32,8 @@ DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone 
 DEFAULT_PORT = 8765
 DEFAULT_WORKERS = 1  # bisections compete for the machine they time on: one at a time by default
 MIN_SECRET_CHARS = 16
+DEFAULT_GITHUB_API = "https://api.github.com"
+GITHUB_TOKEN_VAR = "GITHUB_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,10 @@ class Settings:
     max_queue: int = DEFAULT_MAX_QUEUE
     lease_s: float = DEFAULT_LEASE_S
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    # workflow_run webhooks fetch the `attrib-flag` artifact from here (docs/daemon.md). The
+    # token is read from the file (or the environment) when it is needed, never kept here.
+    github_api_url: str = DEFAULT_GITHUB_API
+    github_token_file: Path | None = None
 
     @property
     def db_path(self) -> Path:
@@ -64,6 +73,8 @@ _KEYS: dict[str, type] = {
     "max_queue": int,
     "lease_s": float,
     "busy_timeout_s": float,
+    "github_api_url": str,
+    "github_token_file": Path,
 }
 
 
@@ -106,6 +117,20 @@ def read_secret(path: Path, option: str = "--secret-file") -> str:
     return secret
 
 
+def github_token(token_file: Path | None, env: dict[str, str] | None = None) -> str | None:
+    """The token for GitHub's API: the file's content, else $GITHUB_TOKEN, else None. Never
+    logged, never stored; read on each use so a rotated token takes effect."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as exc:
+            raise InputError(f"github_token_file {token_file}: cannot read ({exc.strerror})") from None
+        if not token:
+            raise InputError(f"github_token_file {token_file}: empty")
+        return token
+    return (os.environ if env is None else env).get(GITHUB_TOKEN_VAR, "").strip() or None
+
+
 def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     """Merge: command line (values not None) over the config file over defaults; validate."""
     merged = read_config(config) if config is not None else {}
@@ -128,4 +153,11 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     values["recipes_dir"] = Path(values.get("recipes_dir", Path.cwd())).resolve()
     if not values["recipes_dir"].is_dir():
         raise InputError(f"--recipes-dir {values['recipes_dir']}: no such directory")
+    api = values.get("github_api_url") or os.environ.get("GITHUB_API_URL") or DEFAULT_GITHUB_API
+    if not api.startswith(("https://", "http://")) or any(c.isspace() for c in api):
+        raise InputError(f"--github-api-url {api!r}: expected an http(s) URL")
+    values["github_api_url"] = api.rstrip("/")
+    if values.get("github_token_file") is not None:
+        values["github_token_file"] = Path(values["github_token_file"]).resolve()
+        github_token(values["github_token_file"])  # unreadable or empty: say so at start, not per event
     return Settings(secret=secret, **values)

@@ -3,7 +3,8 @@
 A flag is a JSON object {"repo", "good", "bad", "recipe", "benchmark"?, "source"?, "file_issue"?}.
 It reaches the daemon directly (POST /v1/regressions, `attrib submit`) or inside a forge's
 webhook payload (docs/daemon.md: the ```attrib-flag block of a GitHub check run's output, the
-ATTRIB_FLAG variable of a GitLab pipeline). Every error names the field (HTTP 400).
+ATTRIB_FLAG variable of a GitLab pipeline), or a failed GitHub workflow run names the run whose
+`attrib-flag` artifact holds it (fetched by github_artifacts.py). Every error names the field (HTTP 400).
 
 Revisions are checked as revision text (gitrepo.validate_revision_text: no leading '-', no
 whitespace) before git sees them, then resolved to full shas: duplicates are found by sha, so
@@ -41,6 +42,7 @@ ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
 _URL_RE = re.compile(r"^(https?|ssh|git|file)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
 # The sinks of the reporting issue (issue 6): github:OWNER/REPO, gitlab:GROUP/PROJECT, dir:PATH.
 _SINK_RE = re.compile(r"^(github|gitlab):[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$|^dir:[^\x00-\x1f]+$")
+_GITHUB_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 FLAG_BLOCK_RE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
 
 
@@ -191,9 +193,20 @@ def flag_from_block(text: str | None) -> dict[str, Any] | None:
     return parse_body(m.group(1).encode())
 
 
-def github_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """(flag, why not) for a GitHub webhook. Only a completed, failed check run carries one:
-    in its output's text or summary, as an ```attrib-flag block (docs/daemon.md)."""
+@dataclass(frozen=True)
+class WorkflowRun:
+    """A failed workflow run whose `attrib-flag` artifact holds the flag."""
+
+    repo: str  # OWNER/NAME
+    run_id: int
+    html_url: str | None  # the run's page: the job's source when the flag names none
+
+
+def github_flag(event: str, payload: dict[str, Any], api_url: str = "") -> tuple[dict[str, Any] | WorkflowRun | None, str]:
+    """(flag, why not) for a GitHub webhook. A completed, failed check run carries the flag in
+    its output's text or summary, as an ```attrib-flag block; a completed, failed workflow run
+    names the run whose `attrib-flag` artifact holds it (a WorkflowRun to fetch; `api_url` is
+    the only API its artifacts_url may point at). docs/daemon.md."""
     if event == "ping":
         return None, "ping"
     if event not in ("check_run", "workflow_run"):
@@ -204,8 +217,7 @@ def github_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | N
     if payload.get("action") != "completed" or obj.get("conclusion") != "failure":
         return None, f"{event} {payload.get('action')}/{obj.get('conclusion')}: only completed failures are flags"
     if event == "workflow_run":
-        # GitHub puts no job output into workflow_run payloads: nothing says which range to bisect.
-        return None, "workflow_run payloads carry no job output; publish the flag as a check run or use `attrib submit`"
+        return workflow_run(payload, obj, api_url), ""
     output = obj.get("output")
     if not isinstance(output, dict):
         raise FlagError("check_run.output", "expected an object")
@@ -217,6 +229,28 @@ def github_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | N
         if flag is not None:
             return flag, ""
     return None, "the check run's output has no ```attrib-flag block"
+
+
+def workflow_run(payload: dict[str, Any], run: dict[str, Any], api_url: str) -> WorkflowRun:
+    """The repository and run id of a workflow_run payload. The artifacts_url is used only for
+    its run id, and only when it points at the daemon's own API: the token goes nowhere else."""
+    repository = payload.get("repository")
+    full_name = repository.get("full_name") if isinstance(repository, dict) else None
+    if not isinstance(full_name, str) or not _GITHUB_REPO_RE.match(full_name) or ".." in full_name:
+        raise FlagError("repository.full_name", "expected OWNER/NAME")
+    run_id = run.get("id")
+    if run_id is None:
+        url = run.get("artifacts_url")
+        prefix = f"{api_url.rstrip('/')}/repos/{full_name}/actions/runs/"
+        m = re.fullmatch(r"([0-9]{1,18})/artifacts", url[len(prefix) :]) if isinstance(url, str) and url.startswith(prefix) else None
+        if m is None:
+            raise FlagError("workflow_run.id", f"missing, and workflow_run.artifacts_url is not {prefix}ID/artifacts")
+        run_id = int(m.group(1))
+    if isinstance(run_id, bool) or not isinstance(run_id, int) or not 0 < run_id < 2**63:
+        raise FlagError("workflow_run.id", "expected a positive integer")
+    page = run.get("html_url")
+    html_url = page if isinstance(page, str) and page.startswith("https://") and len(page) <= MAX_TEXT else None
+    return WorkflowRun(full_name, run_id, html_url)
 
 
 def gitlab_flag(event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:

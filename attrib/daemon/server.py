@@ -2,7 +2,9 @@
 
 Authentication happens on the raw bytes before anything is parsed or stored:
   POST /v1/regressions       X-Attrib-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>
-  POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header, same scheme)
+  POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header, same scheme); a failed
+                             workflow_run makes the daemon fetch the run's attrib-flag artifact
+                             (github_artifacts.py) only after this check
   POST /v1/webhooks/gitlab   X-Gitlab-Token: <secret>
   GET ..., POST .../cancel   Authorization: Bearer <secret>
 every comparison with hmac.compare_digest. The interactive docs (/docs, /openapi.json) are off:
@@ -11,6 +13,7 @@ they would be the only unauthenticated routes.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
@@ -19,6 +22,7 @@ import re
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import FlagError, QueueFull, StateError
+from ..errors import FlagError, InputError, QueueFull, StateError, UpstreamError
 from ..fsutil import atomic_write_text
 from ..model import JobState
 from .auth import (
@@ -38,8 +42,9 @@ from .auth import (
     check_signature,
     check_token,
 )
-from .config import Settings
-from .flags import FlagContext, github_flag, gitlab_flag, parse_body, prepare
+from .config import Settings, github_token
+from .flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
+from .github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
 from .store import Accepted, Job, Store
 from .worker import WorkerPool
 
@@ -48,12 +53,15 @@ log = logging.getLogger("attrib.daemon")
 MAX_BODY_BYTES = 1 << 20  # a flag is a few hundred bytes; a check_run payload a few tens of KiB
 RETRY_AFTER_S = 30  # what a 429 tells the sender
 STOP_TIMEOUT_S = 30.0  # how long a stopping daemon waits for workers to hand their jobs back
+GITHUB_FETCHES = 4  # artifact fetches at once; more wait for a thread (within the deadline)
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
 def create_app(store: Store, settings: Settings) -> FastAPI:
     app = FastAPI(title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None)
     ctx = FlagContext(settings.state, settings.recipes_dir)
+    # Its own small pool: a slow GitHub must not take the threads that validate other flags.
+    github_pool = ThreadPoolExecutor(max_workers=GITHUB_FETCHES, thread_name_prefix="attrib-github")
 
     @app.exception_handler(Unauthorized)
     async def _unauthorized(request: Request, exc: Unauthorized) -> Response:
@@ -71,6 +79,11 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     async def _state(request: Request, exc: StateError) -> Response:
         log.error("%s", exc)
         return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+    @app.exception_handler(UpstreamError)
+    async def _upstream(request: Request, exc: UpstreamError) -> Response:
+        log.warning("%s", exc)
+        return JSONResponse({"error": str(exc)}, status_code=502)
 
     async def _body(request: Request) -> bytes:
         length = request.headers.get("Content-Length")
@@ -100,10 +113,38 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
     async def github(request: Request) -> Response:
         body = await _body(request)
         check_signature(request.headers.get(GITHUB_SIGNATURE_HEADER), body, settings.secret, GITHUB_SIGNATURE_HEADER)
-        flag, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body))
-        if flag is None:
+        found, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body), settings.github_api_url)
+        route, stored = "github", body
+        if isinstance(found, WorkflowRun):
+            run, route = found, "github-artifact"
+            found = await _artifact_flag(run)
+            if found is None:
+                why = f"workflow run {run.run_id} of {run.repo} has no unexpired {ARTIFACT_NAME} artifact"
+            else:
+                if "source" not in found and run.html_url:
+                    found["source"] = run.html_url
+                # The event holds no flag and the artifact expires: store the flag with its run.
+                stored = json.dumps({"workflow_run": {"repository": run.repo, "id": run.run_id}, "flag": found}).encode()
+        if found is None:
             return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
-        return _accepted(await run_in_threadpool(_accept, flag, "github", body))
+        return _accepted(await run_in_threadpool(_accept, found, route, stored))
+
+    async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
+        """The flag in the run's artifact, fetched in the GitHub pool under FETCH_DEADLINE_S
+        (every request in it has its own timeout too, so an abandoned fetch ends soon after)."""
+
+        def fetch() -> dict[str, Any] | None:
+            try:
+                token = github_token(settings.github_token_file)
+            except InputError as exc:
+                raise UpstreamError(f"github:{run.repo}: {exc}") from None
+            return fetch_flag(run, settings.github_api_url, token)
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(loop.run_in_executor(github_pool, fetch), FETCH_DEADLINE_S)
+        except TimeoutError:
+            raise UpstreamError(f"github:{run.repo}: fetching the {ARTIFACT_NAME} artifact took longer than {FETCH_DEADLINE_S:g} s") from None
 
     @app.post("/v1/webhooks/gitlab")
     async def gitlab(request: Request) -> Response:

@@ -8,7 +8,9 @@ that says it is a rate limit, wait as long as Retry-After asks (bounded). A requ
 have been processed before it failed (a dropped connection, a 5xx) is only re-sent after
 `recheck` found nothing: that is how an issue is never filed twice. 401/403/404 end at once
 with one line naming the target and what the token lacks. The token lives only in the request
-headers: it is never part of a message, a repr or a log line.
+headers: it is never part of a message, a repr or a log line, and it never follows a redirect
+to another origin (an artifact download answers 302 to a storage host: that host gets no
+token). Every answer is read with a byte bound.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ MAX_ATTEMPTS = 5
 BACKOFF_S = 1.0  # first wait; doubles per attempt
 MAX_WAIT_S = 60.0  # a longer Retry-After is an error, not a silent hour-long hang
 TIMEOUT_S = 30.0
+MAX_RESPONSE_BYTES = 32 << 20  # a page of 100 issues with long bodies is a few MiB
+MAX_ERROR_BYTES = 64 << 10  # what an error answer's message is read from
 
 Sleep = Callable[[float], None]
 
@@ -59,6 +63,36 @@ def multipart(field: str, filename: str, content: bytes, content_type: str) -> P
     )
     data = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
     return Payload(data, f"multipart/form-data; boundary={boundary}")
+
+
+class ResponseTooLarge(TrackerError):
+    """An answer longer than the bound the caller gave (never retried: it would be as long again)."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects (urllib bounds their number) only to http(s), and drops the
+    credentials when the redirect leaves the origin they were meant for. urllib itself copies
+    every header to the next request, whatever its host."""
+
+    def __init__(self, secret_headers: list[str]) -> None:
+        super().__init__()
+        self.secret_headers = [name.capitalize() for name in secret_headers]  # urllib's spelling
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme.lower() not in ("http", "https"):
+            raise urllib.error.HTTPError(req.full_url, code, f"redirect to a non-HTTP URL refused: {msg}", headers, fp)
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in self.secret_headers:
+                new.remove_header(name)
+        return new
 
 
 def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
@@ -98,11 +132,12 @@ class HttpClient:
         self.sleep, self.max_attempts = sleep, max_attempts
         self.backoff_s, self.max_wait_s, self.timeout_s = backoff_s, max_wait_s, timeout_s
         self.attempts = 0  # every request sent, retries included (tests and the curious)
+        self._opener = urllib.request.build_opener(_Redirects(list(self._auth)))
 
     def __repr__(self) -> str:  # never the headers: they carry the token
         return f"HttpClient({self.base_url!r}, target={self.target!r})"
 
-    def _send(self, method: str, url: str, body: Any) -> tuple[int, dict[str, str], bytes]:
+    def _send(self, method: str, url: str, body: Any, max_bytes: int) -> tuple[int, dict[str, str], bytes]:
         headers = {"Accept": "application/json", "User-Agent": "attrib", **self._auth}
         data = None
         if isinstance(body, Payload):
@@ -112,10 +147,13 @@ class HttpClient:
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         self.attempts += 1
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return resp.status, dict(resp.headers.items()), resp.read()
+            with self._opener.open(req, timeout=self.timeout_s) as resp:
+                raw = resp.read(max_bytes + 1)
+                if len(raw) > max_bytes:
+                    raise ResponseTooLarge(f"{self.target}: {method} {url[len(self.base_url):]}: the answer is longer than {max_bytes} bytes")
+                return resp.status, dict(resp.headers.items()), raw
         except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read()
+            return exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read(MAX_ERROR_BYTES)
 
     def request(
         self,
@@ -126,10 +164,30 @@ class HttpClient:
         body: Any = None,
         params: Mapping[str, str | int] | None = None,
         recheck: Callable[[], Any] | None = None,
+        max_bytes: int = MAX_RESPONSE_BYTES,
     ) -> Any:
         """The decoded JSON of a 2xx answer. `need` names the permission the call requires, for
         the error message; `recheck` (for non-idempotent calls) returns the earlier attempt's
         result if the server did process it, or None to send again."""
+        return self._exchange(method, path, need, body, params, recheck, max_bytes, lambda raw: json.loads(raw) if raw.strip() else None)
+
+    def download(self, path: str, *, need: str, max_bytes: int, params: Mapping[str, str | int] | None = None) -> bytes:
+        """The raw body of a GET's 2xx answer, at most `max_bytes` (ResponseTooLarge beyond),
+        after any redirects (to another origin without the credentials)."""
+        data: bytes = self._exchange("GET", path, need, None, params, None, max_bytes, lambda raw: raw)
+        return data
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        need: str,
+        body: Any,
+        params: Mapping[str, str | int] | None,
+        recheck: Callable[[], Any] | None,
+        max_bytes: int,
+        decode: Callable[[bytes], Any],
+    ) -> Any:
         url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
         last = ""
         for attempt in range(1, self.max_attempts + 1):
@@ -139,13 +197,13 @@ class HttpClient:
                     return done
             wait = self.backoff_s * 2 ** (attempt - 1)
             try:
-                status, headers, raw = self._send(method, url, body)
+                status, headers, raw = self._send(method, url, body, max_bytes)
             except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
                 reason = getattr(exc, "reason", None) or exc.__class__.__name__
                 last = f"connection failed ({reason})"
             else:
                 if 200 <= status < 300:
-                    return json.loads(raw) if raw.strip() else None
+                    return decode(raw)
                 asked = _retry_after(headers, time.time())
                 if status == 429 or (status == 403 and asked is not None):
                     last = f"{status} rate limited"
