@@ -29,9 +29,7 @@ def test_every_suite_kernel_matches_its_numpy_reference_on_the_device(device, be
     src = KernelSource(bench.kernel, bench.dtype, bench.shape)
     shape = src.definition.check_shape_for(src.full_shape())
     compiled = compile_kernel(src, device.arch, shape)
-    roles = src.definition.entries(shape, src.dtype)
-    funcs = device.load(compiled)
-    problem = device.setup(src.definition, {r: funcs[r] for r in roles}, shape, src.dtype)
+    problem = device.setup(src.definition, src.by_role(device.load(compiled), shape), shape, src.dtype)
     assert device.check(problem) is None
 
 

@@ -183,7 +183,7 @@ def test_each_commit_is_compiled_checked_and_calibrated_once_then_runs_interleav
     r3 = runner.run(good)
     assert r1.ok and r2.ok and r3.ok and len(r1.samples) == 5
     loads = [c for c in dev.calls if c[0] == "load"]
-    assert len(loads) == 4  # per commit: the small check instance and the timed one
+    assert len(loads) == 2  # one module per commit: the check and the timing share its code
     checks = [c for c in dev.calls if c[0] == "check"]
     assert len(checks) == 2 and checks[0][1] != checks[1][1]  # each commit's own binary is checked
     setups = [c[1] for c in dev.calls if c[0] == "setup"]

@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import KernelCompileError
 from . import nvrtc
@@ -46,6 +47,12 @@ class KernelSource:
             *(f"-I{d}" for d in self.include_dirs),
             *self.extra_options,
         )
+
+    def by_role(self, funcs: dict[str, Any], shape: Mapping[str, int]) -> dict[str, Any]:
+        """Loaded functions keyed by the suite's entry names, which the setup code launches
+        by; a recipe `function` may have renamed the single entry."""
+        roles = self.definition.entries(shape, self.dtype)
+        return {role: funcs[name] for role, name in zip(roles, self.entries(shape), strict=True)}
 
     def source_path(self) -> Path:
         return self.source or KERNELS_DIR / self.definition.source

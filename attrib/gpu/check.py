@@ -42,10 +42,10 @@ def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict
     check_compiled = (
         compiled if src.entries(check_shape) == src.entries(shape) else compile_kernel(src, dev.arch, check_shape)
     )
-    small = dev.setup(kdef, _roles(dev.load(check_compiled), src, check_shape), check_shape, src.dtype)
+    small = dev.setup(kdef, src.by_role(dev.load(check_compiled), check_shape), check_shape, src.dtype)
     row["check"] = dev.check(small) or "ok"
     del small
-    problem = dev.setup(kdef, _roles(funcs, src, shape), shape, src.dtype)
+    problem = dev.setup(kdef, src.by_role(funcs, shape), shape, src.dtype)
     row["check_full_size"] = (
         dev.check(problem) if shape_is_checkable(kdef.name) else "skipped (reference too slow at this size)"
     )
@@ -87,11 +87,6 @@ def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict
 def shape_is_checkable(kernel: str) -> bool:
     """Full-size NumPy references that finish in seconds (the GEMMs and attention do not)."""
     return kernel in ("copy", "reduce", "softmax", "layernorm")
-
-
-def _roles(funcs: dict[str, Any], src: KernelSource, shape: dict[str, int]) -> dict[str, Any]:
-    roles = src.definition.entries(shape, src.dtype)
-    return {role: funcs[name] for role, name in zip(roles, src.entries(shape), strict=True)}
 
 
 def _fmt_row(r: dict[str, Any]) -> str:

@@ -145,27 +145,23 @@ class CupyRunner:
         prepared = _Prepared()
         self._prepared[key] = prepared
         dev = self.device
-        kdef = self.cupy.kernel_source(checkout).definition
         try:
             src = self.cupy.kernel_source(checkout)
+            kdef = src.definition
             shape = src.full_shape()
             check_shape = kdef.check_shape_for(shape)
             timed_kernel = compile_kernel(src, dev.arch, shape)
             same_code = src.entries(check_shape) == src.entries(shape)  # same template instances
             check_kernel = timed_kernel if same_code else compile_kernel(src, dev.arch, check_shape)
-            check_problem = dev.setup(
-                kdef,
-                _by_role(dev.load(check_kernel), src.entries(check_shape), kdef.entries(check_shape, src.dtype)),
-                check_shape,
-                src.dtype,
-            )
+            check_funcs = dev.load(check_kernel)
+            check_problem = dev.setup(kdef, src.by_role(check_funcs, check_shape), check_shape, src.dtype)
             wrong = dev.check(check_problem)
             del check_problem
             if wrong:
                 prepared.error = f"output differs from the NumPy reference at {_fmt(check_shape)}: {wrong}"
                 return prepared
-            funcs = _by_role(dev.load(timed_kernel), src.entries(shape), kdef.entries(shape, src.dtype))
-            prepared.problem = dev.setup(kdef, funcs, shape, src.dtype)
+            funcs = check_funcs if same_code else dev.load(timed_kernel)  # one module per commit
+            prepared.problem = dev.setup(kdef, src.by_role(funcs, shape), shape, src.dtype)
             prepared.compiled = timed_kernel
             prepared.calibration = calibrate(
                 dev, prepared.problem, block_ms=self.cupy.block_ms, cold=self.cupy.mode == "cold"
@@ -177,12 +173,6 @@ class CupyRunner:
         except Exception as exc:  # a CUDA error in one commit's kernel is that commit's failure
             prepared.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return prepared
-
-
-def _by_role(funcs: dict[str, Any], loaded: tuple[str, ...], roles: tuple[str, ...]) -> dict[str, Any]:
-    """Suite setup code asks for functions by the suite's entry names; a recipe `function`
-    may have renamed the single entry."""
-    return {role: funcs[name] for role, name in zip(roles, loaded, strict=True)}
 
 
 def _fmt(shape: dict[str, int]) -> str:
