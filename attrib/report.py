@@ -241,7 +241,7 @@ def _raw_counts(result: dict[str, Any]) -> list[str]:
     excluded = result.get("excluded_samples") or {}
     if excluded:
         reasons = ", ".join(f"{why}: {n}" for why, n in sorted(excluded.items(), key=lambda kv: -kv[1]))
-        out.append(f"- excluded samples: {sum(excluded.values())} flagged as disturbed by the benchmark ({reasons})")
+        out.append(f"- excluded samples: {sum(excluded.values())}, by reason: {reasons} (flagged by the benchmark, or blocks the cupy runner saw run below the throttle clock)")
     out += [
         "",
         "| commit | samples | failed runs | min | 5 % | median | 95 % | max |",
