@@ -1,3 +1,3 @@
-from .cli import app
+from attrib.cli import app
 
 app(prog_name="attrib")

@@ -17,14 +17,14 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from . import __version__
-from .errors import AttribError, GpuUnavailable, InputError
-from .fsutil import atomic_write_text
-from .model import Status
-from .progress import PlainProgress, RichProgress
-from .report import headline, render_markdown, write_report
-from .result import dump
-from .stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
+from attrib import __version__
+from attrib.core.model import Status
+from attrib.core.stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
+from attrib.errors import AttribError, GpuUnavailable, InputError
+from attrib.fsutil import atomic_write_text
+from attrib.progress import PlainProgress, RichProgress
+from attrib.report.markdown import headline, render_markdown, write_report
+from attrib.result import dump
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -105,7 +105,7 @@ def _file(result: dict[str, Any], filing: Any, plot: Path | None) -> None:
     """--file-issue / --comment-on; a TrackerError from here is exit 1 (docs: README)."""
     import tempfile
 
-    from .plot import plot_available, render_plot
+    from attrib.report.plot import plot_available, render_plot
 
     kept = plot is not None  # written next to --report/--out; a temporary one is gone after filing
     with tempfile.TemporaryDirectory(prefix="attrib-plot-") as tmp:
@@ -169,8 +169,8 @@ def bisect(
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
     10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
-    from .session import plan, run_bisect
-    from .tracker import Filing
+    from attrib.job import plan, run_bisect
+    from attrib.tracker import Filing
 
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
@@ -204,7 +204,7 @@ def compare(
 ) -> None:
     """One sequential comparison: is CANDIDATE worse than REFERENCE? Exit 0 worse, 10 not worse,
     11 undecided at the cap, 2 bad input, 1 other failure."""
-    from .session import plan, run_compare
+    from attrib.job import plan, run_compare
 
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
@@ -233,7 +233,7 @@ def report(
     label: list[str] | None = LabelOpt,
 ) -> None:
     """Render the markdown report of a stored result (and file it with --file-issue)."""
-    from .tracker import Filing
+    from attrib.tracker import Filing
 
     def go() -> int:
         filing = Filing.prepare(file_issue, comment, label)
@@ -273,13 +273,13 @@ def demo(
 ) -> None:
     """Generate the sample kernel tree (60+ commits, a planted slowdown, a broken stretch,
     churn) and bisect it with the local executor: on the GPU when there is one, else on the CPU."""
-    from .demo import DEMO_CUPY_RECIPE, DEMO_RECIPE, TreeSpec, generate_tree
-    from .session import plan, run_bisect
+    from attrib.demo import DEMO_CUPY_RECIPE, DEMO_RECIPE, TreeSpec, generate_tree
+    from attrib.job import plan, run_bisect
 
     def go() -> int:
         if runner not in DEMO_RUNNERS:
             raise InputError(f"--runner {runner!r}: expected one of: {', '.join(DEMO_RUNNERS)}")
-        from .gpu.device import probe
+        from attrib.evaluate.gpu.device import probe
 
         why = probe() if runner != "command" else "not asked for"
         if runner == "cupy" and why:  # before anything is written
@@ -341,9 +341,9 @@ def inspect_cmd(
     Exit 0, or 1 when a kernel does not compile."""
     from rich.table import Table
 
-    from .inspect import COLUMNS, inspect, targets_from_recipe, targets_from_suite
-    from .recipe import load_recipe
-    from .session import built_checkout
+    from attrib.evaluate.gpu.inspection import COLUMNS, inspect, targets_from_recipe, targets_from_suite
+    from attrib.job import built_checkout
+    from attrib.recipe import load_recipe
 
     def go() -> int:
         archs: tuple[str, ...] = tuple(arch or ())
@@ -385,8 +385,8 @@ def images_build(
     mirror: str = typer.Option("http://deb.debian.org/debian", "--mirror", help="Debian mirror for debootstrap."),
 ) -> None:
     """Make attrib/debian-base (debootstrap + docker import, no registry needed) and attrib/cpu."""
-    from .executors.docker import connect
-    from .images import build_base, build_cpu
+    from attrib.evaluate.executors.docker import connect
+    from attrib.evaluate.images import build_base, build_cpu
 
     def go() -> int:
         client = connect()
@@ -398,7 +398,7 @@ def images_build(
 
 
 # The daemon and its clients (issue 7) live in their own module; they share _guard.
-from .daemon.cli_client import register as _register_daemon  # noqa: E402
+from attrib.daemon.cli_client import register as _register_daemon  # noqa: E402
 
 _register_daemon(app, _guard)
 

@@ -15,52 +15,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEMO_RECIPE = """\
-schema = 1
-name = "demo-cpu"
-description = "The demo tree's C micro-benchmark: a dependent xorshift chain timed per repetition."
-
-[build]
-commands = ["make bench"]
-timeout_s = 120
-env = { CFLAGS = "-O2" }
-
-[[benchmark]]
-name = "loop"
-runner = "command"
-command = ["./bench", "{reps}"]
-unit = "s"
-direction = "lower"
-timeout_s = 60
-reps = 10
-min_change_pct = 2.0
-"""
-
-DEMO_CUPY_RECIPE = """\
-schema = 1
-name = "demo-cupy"
-description = "The demo tree's tensor-core GEMM: attrib's kernels/gemm_mma.cu compiled against the tree's tile header at each commit."
-
-[build]
-commands = ["make bench"]
-timeout_s = 120
-env = { CFLAGS = "-O2" }
-
-[[benchmark]]
-name = "gemm-bf16"
-runner = "cupy"
-direction = "lower"
-reps = 10
-min_change_pct = 2.0
-
-[benchmark.cupy]
-kernel = "gemm_mma"
-dtype = "bf16"
-shape = { M = 4096, N = 4096, K = 4096 }
-defines = { ATTRIB_TILE_HEADER = '"demo/gemm_tile.cuh"' }
-include_dirs = ["include"]
-mode = "cold"
-"""
+# The recipes ship as package data (attrib/recipes/): one copy, read by the demo and by users.
+RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+DEMO_RECIPE = (RECIPES_DIR / "demo-cpu.toml").read_text()
+DEMO_CUPY_RECIPE = (RECIPES_DIR / "demo-cupy.toml").read_text()
 
 # The kernel library's tuning header. The planted culprit drops the padding: each shared-memory
 # row of the 16-bit tiles becomes 64 bytes, so the mma fragment loads of rows g and g+2 hit

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import git
 
-from .errors import RepoError
-from .model import CommitInfo
+from attrib.core.model import CommitInfo
+from attrib.errors import RepoError
 
 # A revision as a user or a CI job writes it: names, shas, ~ ^ @ { } : / . -, never a leading '-'
 # (which git would read as an option) and never whitespace or control characters.

@@ -11,8 +11,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from .builds import BuildRecord
-from .model import CommitInfo, Verdict
+from attrib.core.model import CommitInfo, Verdict
+from attrib.evaluate.builds import BuildRecord
 
 _VERDICT_STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow", Verdict.INCONCLUSIVE: "magenta"}
 

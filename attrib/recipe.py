@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import RecipeError
-from .gpu.build import KernelSource
-from .gpu.metrics import STATIC_METRICS
-from .gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
-from .gpu.suite import SUITE
-from .model import Direction
+from attrib.core.model import Direction
+from attrib.errors import RecipeError
+from attrib.evaluate.gpu.build import KernelSource
+from attrib.evaluate.gpu.metrics import STATIC_METRICS
+from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
+from attrib.evaluate.gpu.suite import SUITE
 
 SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .engine import Comparison, Outcome, RevertCheck
-from .model import Direction, Verdict
-from .recipe import BenchmarkSpec, Recipe
-from .stats import TestConfig, to_pct
+from attrib import __version__
+from attrib.bisection import Comparison, Outcome, RevertCheck
+from attrib.core.model import Direction, Verdict
+from attrib.core.stats import TestConfig, to_pct
+from attrib.recipe import BenchmarkSpec, Recipe
 
 RESULT_SCHEMA = 1
 # Per tested commit the result keeps a bounded picture of its samples for the report's plot:

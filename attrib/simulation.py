@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .builds import BuildRecord
-from .model import CommitInfo
-from .runners import RunResult
+from attrib.core.model import CommitInfo
+from attrib.evaluate.builds import BuildRecord
+from attrib.evaluate.runners import RunResult
 
 NOISE_MODELS = ("gaussian", "lognormal", "heavy", "bimodal", "drift")
 
@@ -170,9 +170,9 @@ def run_simulated(
     jobs: int = 1,
 ) -> SimOutcome:
     """attrib's real engine on a simulated history: the function benchmarks and tests call."""
-    from .engine import Bisection
-    from .recipe import BenchmarkSpec
-    from .stats import TestConfig
+    from attrib.bisection import Bisection
+    from attrib.core.stats import TestConfig
+    from attrib.recipe import BenchmarkSpec
 
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
     builder = SimBuilder(history)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from attrib.core.stats import TestConfig
 from attrib.demo import DEMO_RECIPE, TreeSpec, generate_tree
-from attrib.session import plan, run_bisect
-from attrib.stats import TestConfig
+from attrib.job import plan, run_bisect
 
 WORK = 1_000_000  # about 1-2 ms per repetition
 

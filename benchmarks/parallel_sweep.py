@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
+from attrib.core.stats import TestConfig
 from attrib.simulation import NoiseModel, linear_history, run_simulated
-from attrib.stats import TestConfig
 
 KS = (1, 2, 4, 8)
 

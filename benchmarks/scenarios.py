@@ -58,9 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import BASELINES  # noqa: E402
 
+from attrib.core.stats import DEFAULT_MAX_ROUNDS  # noqa: E402
 from attrib.errors import AttribError  # noqa: E402
 from attrib.simulation import NoiseModel, SimHistory, SimRunner, linear_history, run_simulated  # noqa: E402
-from attrib.stats import DEFAULT_MAX_ROUNDS  # noqa: E402
 
 SIGMA = 0.01  # noise sigma: sd of one sample in log space
 DRIFT_PER_RUN = 0.02 * SIGMA  # drift family: the machine slows by 0.02 sigma per 10-sample run
@@ -619,7 +619,7 @@ def analysis(records: list[Record], families: list[Family]) -> str:
             f"- Bimodal noise at 1 sigma ({100 * bim.exact / bim.trials:.0f} % exact, "
             f"{100 * bim.inconclusive / bim.trials:.0f} % inconclusive). With 25 % of samples slowed by 30 %, about "
             "1 round in 1200 has 8+ slowed samples in a block, so even the faster-half shift of that round is "
-            "~0.25 in log units against a typical 0.006. `attrib.stats.pooled_sigma` is a plain pooled SD, so that "
+            "~0.25 in log units against a typical 0.006. `attrib.core.stats.pooled_sigma` is a plain pooled SD, so that "
             "one round lifts sigma from ~0.007 to 0.02..0.03 for every later test of the bisection, and with a "
             "0.5 % minimum change those tests then run to the 40-round cap (inconclusive). Example (seed 1): "
             "bimodal 1 sigma, trial 27 (`make_trial(FAMILY['bimodal 1 sigma'], 27, 1)`). A robust scale (MAD of "

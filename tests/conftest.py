@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     gpu_items = [i for i in items if i.get_closest_marker("gpu")]
     if not gpu_items:
         return
-    from attrib.gpu.device import probe
+    from attrib.evaluate.gpu.device import probe
 
     why = probe()
     if why:

@@ -9,13 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from attrib.builds import BuildRecord
-from attrib.engine import Bisection
-from attrib.model import CommitInfo
+from attrib.bisection import Bisection
+from attrib.core.model import CommitInfo
+from attrib.core.stats import TestConfig
+from attrib.evaluate.builds import BuildRecord
 from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
 from attrib.result import RunContext, build_result
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
-from attrib.stats import TestConfig
 
 AUTHORS = (
     ("Ada Lovelace", "ada@example.com"),

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from attrib.bisection import Bisection, Outcome
+from attrib.core.model import Status
+from attrib.core.stats import TestConfig
 from attrib.daemon.recording import JobRecorder
 from attrib.daemon.store import NewJob, Store
-from attrib.engine import Bisection, Outcome
 from attrib.errors import JobStopped
-from attrib.model import Status
+from attrib.evaluate.runners import RunResult
 from attrib.recipe import BenchmarkSpec
-from attrib.runners import RunResult
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
-from attrib.stats import TestConfig
 
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)
 NOISE = NoiseModel("gaussian", sigma=0.02)

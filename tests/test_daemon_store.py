@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from attrib.core.model import JobState
 from attrib.daemon.store import NewJob, Store
 from attrib.errors import QueueFull, StateError
-from attrib.model import JobState
-from attrib.runners import RunResult
+from attrib.evaluate.runners import RunResult
 
 
 def new_job(good: str = "a" * 40, bad: str = "b" * 40, bench: str = "loop") -> NewJob:

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
+from attrib.bisection import Bisection
+from attrib.core.model import JobState
+from attrib.core.stats import TestConfig
 from attrib.daemon import worker as worker_mod
 from attrib.daemon.config import Settings
 from attrib.daemon.recording import JobRecorder
 from attrib.daemon.store import Job, NewJob, Store
-from attrib.engine import Bisection
 from attrib.errors import ReferenceFailed
-from attrib.model import JobState
+from attrib.evaluate.runners import RunResult
 from attrib.recipe import BenchmarkSpec
-from attrib.runners import RunResult
 from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history
-from attrib.stats import TestConfig
 
 HIST = linear_history(30, {17: 10.0})
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)

@@ -14,7 +14,7 @@ def test_demo_finds_the_planted_culprit(tmp_path):
     res = run_cli("demo", "--dir", tmp_path / "d")
     assert res.code == 0, res.stdout + res.stderr
     assert "the planted culprit was found" in res.stdout
-    from attrib.gpu.device import probe
+    from attrib.evaluate.gpu.device import probe
 
     why = probe()
     if why:  # no GPU here: the demo says so, and why, and uses the CPU benchmark
@@ -32,7 +32,7 @@ def test_demo_finds_the_planted_culprit(tmp_path):
 
 
 def test_demo_asked_for_the_gpu_without_one_is_one_clear_line(tmp_path):
-    from attrib.gpu.device import probe
+    from attrib.evaluate.gpu.device import probe
 
     if not probe():
         pytest.skip("this machine has a GPU: the cupy demo runs in scripts/gpu-check")
@@ -48,7 +48,7 @@ def test_demo_cupy_recipe_file_matches_the_embedded_text():
     from attrib.demo import DEMO_CUPY_RECIPE
     from attrib.recipe import load_recipe
 
-    path = Path(__file__).resolve().parent.parent / "recipes" / "demo-cupy.toml"
+    path = Path(__file__).resolve().parent.parent / "attrib" / "recipes" / "demo-cupy.toml"
     assert path.read_text() == DEMO_CUPY_RECIPE
     bench = load_recipe(path).benchmark(None)
     assert bench.cupy is not None and bench.cupy.kernel == "gemm_mma" and bench.cupy.include_dirs == ("include",)

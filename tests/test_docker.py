@@ -27,7 +27,7 @@ IMAGE = "attrib/cpu:latest"
 def engine():
     docker = pytest.importorskip("docker")
     from attrib.errors import InputError
-    from attrib.executors.docker import connect
+    from attrib.evaluate.executors.docker import connect
 
     try:
         client = connect()
@@ -41,7 +41,7 @@ def engine():
 
 def _leftovers(client, workdir: Path) -> list[str]:
     """This test's containers still on the engine (other tests may run beside it)."""
-    from attrib.executors.docker import leftover_containers
+    from attrib.evaluate.executors.docker import leftover_containers
 
     return leftover_containers(client, workdir)
 

@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from attrib.engine import Bisection
-from attrib.model import Status
+from attrib.bisection import Bisection
+from attrib.core.model import Status
+from attrib.core.stats import TestConfig
 from attrib.recipe import BenchmarkSpec
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
-from attrib.stats import TestConfig
 
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)
 

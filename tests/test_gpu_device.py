@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from attrib.gpu.build import KernelSource, compile_kernel
-from attrib.gpu.suite import KERNELS_DIR, SUITE_BENCHMARKS
-from attrib.model import Direction
+from attrib.core.model import Direction
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.suite import KERNELS_DIR, SUITE_BENCHMARKS
+from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
-from attrib.runners.cupy import CupyRunner
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def device():
-    from attrib.gpu.device import CupyDevice
+    from attrib.evaluate.gpu.device import CupyDevice
 
     return CupyDevice()
 

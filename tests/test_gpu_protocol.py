@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from attrib.gpu.protocol import (
+from attrib.core.model import Direction
+from attrib.evaluate.gpu.protocol import (
     EVENT_RESOLUTION_MS,
     HOLD_MARGIN,
     MAX_HOLD_MS,
@@ -21,9 +22,8 @@ from attrib.gpu.protocol import (
     plan_block,
     throttled,
 )
-from attrib.model import Direction
+from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
-from attrib.runners.cupy import CupyRunner
 
 # --- plan_block ---------------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ def test_a_fast_wrong_kernel_is_a_failed_run_every_time_and_is_never_timed(tmp_p
     dev = FakeDevice()
     runner = CupyRunner(_spec(), device_factory=lambda: dev)
     bad = _tree(tmp_path / "bad", 0)
-    from attrib.gpu.build import compile_kernel
+    from attrib.evaluate.gpu.build import compile_kernel
 
     check_instance = compile_kernel(runner.cupy.kernel_source(bad), "sm_90", {"M": 200, "N": 136, "K": 96})
     dev.wrong_digests = {check_instance.digest}

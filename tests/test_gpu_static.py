@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from attrib.core.model import Direction
 from attrib.errors import KernelCompileError
-from attrib.gpu import nvrtc
-from attrib.gpu.build import KernelSource, compile_kernel
-from attrib.gpu.metrics import parse_ptxas_log, static_diff
-from attrib.gpu.suite import SUITE, SUITE_BENCHMARKS
-from attrib.model import Direction
+from attrib.evaluate.gpu import nvrtc
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.metrics import parse_ptxas_log, static_diff
+from attrib.evaluate.gpu.suite import SUITE, SUITE_BENCHMARKS
+from attrib.evaluate.runners.cupy import STATIC_OFFSET, CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
-from attrib.runners.cupy import STATIC_OFFSET, CupyRunner
 
 
 @pytest.mark.parametrize("bench", SUITE_BENCHMARKS, ids=[b.name for b in SUITE_BENCHMARKS])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_recipe import TOP, assert_one_line_error, load_error, write
 
-from attrib.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
+from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
 from attrib.recipe import load_recipe
 
 BUILD = '[build]\ncommands = ["true"]\n'

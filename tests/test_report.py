@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sim_results import simulated_result
 
-from attrib.plot import PLOT_SIZE_PX, plot_available, render_plot, sparkline
-from attrib.report import headline, render_markdown
+from attrib.report.markdown import headline, render_markdown
+from attrib.report.plot import PLOT_SIZE_PX, plot_available, render_plot, sparkline
 
 GOLDEN = Path(__file__).parent / "golden"
 OUTCOMES = ("culprit", "two_culprits", "not_reproduced", "inconclusive")
@@ -101,8 +101,8 @@ def test_plot_is_a_png_of_the_expected_size(results, tmp_path):
 
 
 def test_report_without_matplotlib_is_text_only(results, monkeypatch):
-    import attrib.plot
+    import attrib.report.plot
 
-    monkeypatch.setattr(attrib.plot.importlib.util, "find_spec", lambda name: None)
-    assert not attrib.plot.plot_available()
+    monkeypatch.setattr(attrib.report.plot.importlib.util, "find_spec", lambda name: None)
+    assert not attrib.report.plot.plot_available()
     assert "![" not in render_markdown(results["culprit"])

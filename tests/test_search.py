@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from attrib.model import Verdict
-from attrib.search import Boundary, boundary, next_probe
+from attrib.core.model import Verdict
+from attrib.core.search import Boundary, boundary, next_probe
 
 G, B, S, INC = Verdict.GOOD, Verdict.BAD, Verdict.SKIP, Verdict.INCONCLUSIVE
 _ = None  # untested
@@ -260,7 +260,7 @@ def test_a_broken_stretch_away_from_the_culprit_costs_few_builds() -> None:
 
 
 def test_change_posterior_follows_the_evidence() -> None:
-    from attrib.search import change_posterior
+    from attrib.core.search import change_posterior
 
     post = change_posterior(8, [(4, -4.6), (5, 4.6), (6, 4.6)], [(4, 5, 10.0)])
     assert post[0] == 0.0 and abs(sum(post) - 1.0) < 1e-12
@@ -274,7 +274,7 @@ def test_change_posterior_follows_the_evidence() -> None:
 
 
 def test_posterior_quantiles_spread_parallel_probes() -> None:
-    from attrib.search import posterior_quantiles
+    from attrib.core.search import posterior_quantiles
 
     uniform = [0.0] + [1 / 63] * 63
     assert posterior_quantiles(uniform, 1, range(1, 63)) == [31]

@@ -7,8 +7,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attrib.model import Verdict
-from attrib.search import boundary, change_posterior, next_probe, posterior_quantiles
+from attrib.core.model import Verdict
+from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
 
 
 @st.composite

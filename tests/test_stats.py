@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from attrib.model import Direction, Verdict
-from attrib.recipe import BLOCK_STATISTICS, BenchmarkSpec
-from attrib.stats import (
+from attrib.core.model import Direction, Verdict
+from attrib.core.stats import (
     SIGMA_FLOOR,
     SIGMA_UPPER_QUANTILE,
     block_shift,
@@ -32,7 +31,8 @@ from attrib.stats import (
     sprt,
     to_pct,
 )
-from attrib.stats import TestConfig as SprtConfig  # a name pytest would not take for a test class
+from attrib.core.stats import TestConfig as SprtConfig  # a name pytest would not take for a test class
+from attrib.recipe import BLOCK_STATISTICS, BenchmarkSpec
 
 REPS = 10
 # what the engine passes to block_shift unless the recipe says otherwise

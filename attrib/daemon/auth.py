@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from ..errors import AttribError
+from attrib.errors import AttribError
 
 SIGNATURE_HEADER = "X-Attrib-Signature-256"
 GITHUB_SIGNATURE_HEADER = "X-Hub-Signature-256"

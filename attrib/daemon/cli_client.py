@@ -20,7 +20,7 @@ from typing import Any
 
 import typer
 
-from ..errors import ClientError, InputError
+from attrib.errors import ClientError, InputError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 REQUEST_TIMEOUT_S = 60.0  # submission validates the flag (git, maybe a fetch) before answering
@@ -33,7 +33,7 @@ SecretFileOpt = typer.Option(
 
 def _secret(secret_file: Path | None) -> str:
     if secret_file is not None:
-        from .config import read_secret
+        from attrib.daemon.config import read_secret
 
         return read_secret(secret_file)
     secret = os.environ.get("ATTRIB_SECRET", "").strip()
@@ -47,7 +47,7 @@ def request(
 ) -> tuple[int, dict[str, Any]]:
     """(status, JSON answer). HTTP errors the daemon answered are returned, not raised; an
     unreachable daemon is a ClientError."""
-    from .auth import SIGNATURE_HEADER, sign
+    from attrib.daemon.auth import SIGNATURE_HEADER, sign
 
     headers = {"Content-Type": "application/json"}
     if sign_body:
@@ -109,7 +109,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         """Run the service: take regression flags over HTTP, bisect them, survive restarts."""
 
         def go() -> int:
-            from .config import settings
+            from attrib.daemon.config import settings
 
             s = settings(
                 {
@@ -120,7 +120,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
                 config,
             )  # fmt: skip
             try:
-                from .server import serve
+                from attrib.daemon.server import serve
             except ImportError as exc:
                 raise InputError(f"the daemon needs its extra: pip install 'attrib[daemon]' ({exc})") from None
             return serve(s)
@@ -187,7 +187,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         secret_file: Path | None = SecretFileOpt,
     ) -> None:
         """One job: its state, progress, and the result's headline when done."""
-        from ..report import headline
+        from attrib.report.markdown import headline
 
         def go() -> int:
             answer = _check(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", _secret(secret_file)), "status")

@@ -24,9 +24,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, RecipeError
-from ..executors import EXECUTORS
-from .store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
+from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
+from attrib.errors import InputError, RecipeError
+from attrib.evaluate.executors import EXECUTORS
 
 DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
 DEFAULT_PORT = 8765

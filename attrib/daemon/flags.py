@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FlagError, InputError, RepoError
-from ..fsutil import file_lock
-from ..gitrepo import GitRepo, validate_revision_text
-from ..recipe import load_recipe
-from .store import NewJob
+from attrib.daemon.store import NewJob
+from attrib.errors import FlagError, InputError, RepoError
+from attrib.fsutil import file_lock
+from attrib.gitrepo import GitRepo, validate_revision_text
+from attrib.recipe import load_recipe
 
 _DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 FIELDS = ("repo", "good", "bad", "recipe", "benchmark", "source", "file_issue")

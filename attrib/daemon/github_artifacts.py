@@ -25,9 +25,9 @@ import zipfile
 import zlib
 from typing import Any
 
-from ..errors import FlagError, TrackerError, UpstreamError
-from ..tracker.http import HttpClient, ResponseTooLarge, Sleep
-from .flags import WorkflowRun
+from attrib.daemon.flags import WorkflowRun
+from attrib.errors import FlagError, TrackerError, UpstreamError
+from attrib.tracker.http import HttpClient, ResponseTooLarge, Sleep
 
 ARTIFACT_NAME = "attrib-flag"
 MEMBER_NAME = "flag.json"

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..builds import BuildRecord
-from ..errors import JobStopped
-from ..model import CommitInfo, Verdict
-from ..runners import Runner, RunResult
-from .store import Job, Store
+from attrib.core.model import CommitInfo, Verdict
+from attrib.daemon.store import Job, Store
+from attrib.errors import JobStopped
+from attrib.evaluate.builds import BuildRecord
+from attrib.evaluate.runners import Runner, RunResult
 
 PROGRESS_EVERY_S = 1.0  # progress rows are rewritten at most this often (samples are not throttled)
 

@@ -30,10 +30,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import FlagError, InputError, QueueFull, StateError, UpstreamError
-from ..fsutil import atomic_write_text
-from ..model import JobState
-from .auth import (
+from attrib.core.model import JobState
+from attrib.daemon.auth import (
     GITHUB_SIGNATURE_HEADER,
     GITLAB_TOKEN_HEADER,
     SIGNATURE_HEADER,
@@ -42,11 +40,13 @@ from .auth import (
     check_signature,
     check_token,
 )
-from .config import Settings, github_token
-from .flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
-from .github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
-from .store import Accepted, Job, Store
-from .worker import WorkerPool
+from attrib.daemon.config import Settings, github_token
+from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
+from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.store import Accepted, Job, Store
+from attrib.daemon.worker import WorkerPool
+from attrib.errors import FlagError, InputError, QueueFull, StateError, UpstreamError
+from attrib.fsutil import atomic_write_text
 
 log = logging.getLogger("attrib.daemon")
 

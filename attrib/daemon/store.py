@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import QueueFull, StateError
-from ..model import JobState
-from ..runners import RunResult
+from attrib.core.model import JobState
+from attrib.errors import QueueFull, StateError
+from attrib.evaluate.runners import RunResult
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error

@@ -21,15 +21,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..errors import AttribError, JobStopped, StateError
-from ..fsutil import atomic_write_text
-from ..model import JobState
-from ..report import write_report
-from ..result import dump
-from ..stats import TestConfig
-from .config import Settings
-from .recording import JobRecorder
-from .store import Job, Store
+from attrib.core.model import JobState
+from attrib.core.stats import TestConfig
+from attrib.daemon.config import Settings
+from attrib.daemon.recording import JobRecorder
+from attrib.daemon.store import Job, Store
+from attrib.errors import AttribError, JobStopped, StateError
+from attrib.fsutil import atomic_write_text
+from attrib.report.markdown import write_report
+from attrib.result import dump
 
 log = logging.getLogger("attrib.daemon")
 
@@ -52,7 +52,7 @@ def file_report(sink: str, result: dict[str, Any], plot: Path | None, filed_root
     """File as `attrib bisect --file-issue SINK` does and return what the tracker logged. A
     dir: sink from a flag is a name under --state/filed (flags.py refuses paths). A filing
     failure is recorded on the job; the result and report are already written."""
-    from ..tracker import Filing
+    from attrib.tracker import Filing
 
     if sink.startswith("dir:"):
         sink = f"dir:{filed_root / sink[4:]}"
@@ -151,7 +151,7 @@ class Worker(threading.Thread):
             beat.join()
 
     def bisect(self, job: Job, recorder: JobRecorder) -> dict[str, Any]:
-        from ..session import plan, run_bisect
+        from attrib.job import plan, run_bisect
 
         p = plan(
             Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,

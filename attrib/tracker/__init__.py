@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..report import render_markdown, title
-from .base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
-from .http import Sleep
+from attrib.errors import InputError
+from attrib.report.markdown import render_markdown, title
+from attrib.tracker.base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
+from attrib.tracker.http import Sleep
 
 DEFAULT_LABEL = "performance-regression"
 KINDS = ("github", "gitlab", "dir")
@@ -65,9 +65,9 @@ def parse_target(spec: str, option: str = "--file-issue") -> Target:
 
 def open_sink(target: Target, env: dict[str, str] | None = None, sleep: Sleep | None = None) -> Sink:
     """The sink for a target; checks what can be checked before any work (the token is set)."""
-    from .directory import Directory
-    from .github import GitHub
-    from .gitlab import GitLab
+    from attrib.tracker.directory import Directory
+    from attrib.tracker.github import GitHub
+    from attrib.tracker.gitlab import GitLab
 
     if target.kind == "github":
         return GitHub(target.project, env, sleep)

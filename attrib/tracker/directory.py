@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..errors import InputError
-from ..fsutil import atomic_write_text
-from .base import Attached, Posted, marker
-from .http import utc_now
+from attrib.errors import InputError
+from attrib.fsutil import atomic_write_text
+from attrib.tracker.base import Attached, Posted, marker
+from attrib.tracker.http import utc_now
 
 FINGERPRINT_DIR_CHARS = 16
 

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import TrackerError
-from .base import MAX_PAGES, Attached, Posted, marker
-from .http import HttpClient, Sleep
+from attrib.errors import TrackerError
+from attrib.tracker.base import MAX_PAGES, Attached, Posted, marker
+from attrib.tracker.http import HttpClient, Sleep
 
 DEFAULT_API = "https://api.github.com"
 TOKEN_VAR = "GITHUB_TOKEN"

@@ -8,9 +8,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ..errors import TrackerError
-from .base import Attached, Posted, marker
-from .http import HttpClient, Sleep, multipart
+from attrib.errors import TrackerError
+from attrib.tracker.base import Attached, Posted, marker
+from attrib.tracker.http import HttpClient, Sleep, multipart
 
 DEFAULT_API = "https://gitlab.com/api/v4"
 TOKEN_VAR = "GITLAB_TOKEN"

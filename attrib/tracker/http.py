@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import TrackerError
+from attrib.errors import TrackerError
 
 MAX_ATTEMPTS = 5
 BACKOFF_S = 1.0  # first wait; doubles per attempt

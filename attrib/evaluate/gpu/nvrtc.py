@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuUnavailable, KernelCompileError
+from attrib.errors import GpuUnavailable, KernelCompileError
 
 _LIB: ctypes.CDLL | None = None
 _LIB_PATH = ""
@@ -175,7 +175,7 @@ def ptxas_report_isolated(path: Path, arch: str, options: tuple[str, ...], name_
 
     request = json.dumps({"path": str(path), "arch": arch, "options": list(options), "names": list(name_expressions)})
     proc = subprocess.run(
-        [sys.executable, "-m", "attrib.gpu.nvrtc", request],
+        [sys.executable, "-m", "attrib.evaluate.gpu.nvrtc", request],
         capture_output=True,
         text=True,
         timeout=600,

@@ -19,7 +19,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from .errors import AttribError, InputError
+from attrib.errors import AttribError, InputError
 
 BASE_IMAGE = "attrib/debian-base:bookworm"
 CPU_IMAGE = "attrib/cpu:latest"

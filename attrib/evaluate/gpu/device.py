@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpuUnavailable
-from .build import CompiledKernel, timing_module
-from .protocol import CLOCK_PROBE_NS
-from .suite import KernelDef, Problem
+from attrib.errors import GpuUnavailable
+from attrib.evaluate.gpu.build import CompiledKernel, timing_module
+from attrib.evaluate.gpu.protocol import CLOCK_PROBE_NS
+from attrib.evaluate.gpu.suite import KernelDef, Problem
 
 # Dense arithmetic per SM per clock, by compute capability: (fp32 FLOP, fp16/bf16 tensor FLOP).
 # From NVIDIA's architecture whitepapers; the tensor figure is mma's dense rate.
@@ -149,7 +149,7 @@ class CupyDevice:
         mem_khz = int(self.attrs.get("MemoryClockRate", 0))
         bus = int(self.attrs.get("GlobalMemoryBusWidth", 0))
         fp32, tensor = PER_SM_CLOCK.get(self.cc, (0, 0))
-        from . import nvrtc
+        from attrib.evaluate.gpu import nvrtc
 
         info: dict[str, Any] = {
             "name": name,

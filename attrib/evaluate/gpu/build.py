@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import KernelCompileError
-from . import nvrtc
-from .metrics import KernelMetrics, parse_ptxas_log
-from .suite import KERNELS_DIR, SUITE, KernelDef
+from attrib.errors import KernelCompileError
+from attrib.evaluate.gpu import nvrtc
+from attrib.evaluate.gpu.metrics import KernelMetrics, parse_ptxas_log
+from attrib.evaluate.gpu.suite import KERNELS_DIR, SUITE, KernelDef
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"  # package data: attrib/kernels/
 TIMING_SOURCE = "timing.cu"
 Shape = Mapping[str, int]
 

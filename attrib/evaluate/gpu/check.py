@@ -1,4 +1,4 @@
-"""`python -m attrib.gpu.check`: every suite kernel on this GPU, checked and timed.
+"""`python -m attrib.evaluate.gpu.check`: every suite kernel on this GPU, checked and timed.
 
 For each kernel: its reference check at the small size; then at the benchmark size the time
 per launch cold (L2 flushed) and hot, achieved bandwidth or FLOP/s against the device's peak,
@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .build import KernelSource, compile_kernel
-from .device import CupyDevice
-from .protocol import calibrate, measure_blocks
-from .suite import SUITE, SUITE_BENCHMARKS
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.device import CupyDevice
+from attrib.evaluate.gpu.protocol import calibrate, measure_blocks
+from attrib.evaluate.gpu.suite import SUITE, SUITE_BENCHMARKS
 
 BLOCKS = 10
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..recipe import BuildSpec
+from attrib.recipe import BuildSpec
 
 
 @dataclass(frozen=True)
@@ -55,15 +55,15 @@ def make_executor(
     name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None, workdir: Path | None = None
 ) -> Executor:
     """The executor `name`, set up for the recipe's [build] section (docker: image, limits)."""
-    from ..errors import InputError
+    from attrib.errors import InputError
 
     if name == "local":
-        from .local import LocalExecutor
+        from attrib.evaluate.executors.local import LocalExecutor
 
         return LocalExecutor()
     if name == "docker":
-        from ..images import build_recipe_image
-        from .docker import DEFAULT_IMAGE, DockerExecutor, connect
+        from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
+        from attrib.evaluate.images import build_recipe_image
 
         spec = build or BuildSpec(commands=("true",))
         client = connect()

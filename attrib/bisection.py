@@ -29,14 +29,9 @@ from typing import Protocol
 
 import numpy as np
 
-from .builds import Builder, BuildRecord
-from .errors import ReferenceFailed
-from .gitrepo import GitRepo
-from .model import CommitInfo, Status, Verdict
-from .recipe import BenchmarkSpec
-from .runners import Runner, RunResult
-from .search import boundary, change_posterior, next_probe, posterior_quantiles
-from .stats import (
+from attrib.core.model import CommitInfo, Status, Verdict
+from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
+from attrib.core.stats import (
     Estimate,
     TestConfig,
     block_shift,
@@ -49,6 +44,11 @@ from .stats import (
     sprt,
     to_pct,
 )
+from attrib.errors import ReferenceFailed
+from attrib.evaluate.builds import Builder, BuildRecord
+from attrib.evaluate.runners import Runner, RunResult
+from attrib.gitrepo import GitRepo
+from attrib.recipe import BenchmarkSpec
 
 MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back

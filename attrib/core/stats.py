@@ -28,7 +28,7 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import chdtri  # scipy.stats costs a second of start-up; this is enough
 
-from .model import Direction, Verdict
+from attrib.core.model import Direction, Verdict
 
 DEFAULT_ALPHA = 0.001  # P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
 DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)

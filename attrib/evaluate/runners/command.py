@@ -8,9 +8,9 @@ import math
 import re
 from pathlib import Path
 
-from ..executors import Executor
-from ..recipe import BenchmarkSpec
-from . import RunResult
+from attrib.evaluate.executors import Executor
+from attrib.evaluate.runners import RunResult
+from attrib.recipe import BenchmarkSpec
 
 ERROR_TAIL_CHARS = 300
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import AttribError, KernelCompileError
-from ..gpu.build import CompiledKernel, compile_kernel
-from ..gpu.metrics import KernelMetrics, static_diff
-from ..gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
-from ..recipe import BenchmarkSpec, CupySpec
-from . import RunResult
+from attrib.errors import AttribError, KernelCompileError
+from attrib.evaluate.gpu.build import CompiledKernel, compile_kernel
+from attrib.evaluate.gpu.metrics import KernelMetrics, static_diff
+from attrib.evaluate.gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
+from attrib.evaluate.runners import RunResult
+from attrib.recipe import BenchmarkSpec, CupySpec
 
 STATIC_OFFSET = 1  # static samples are metric + 1: the statistics compare ratios of positives
 
@@ -90,7 +90,7 @@ class CupyRunner:
     def device(self) -> Any:
         if self._device is None:
             if self._factory is None:
-                from ..gpu.device import CupyDevice
+                from attrib.evaluate.gpu.device import CupyDevice
 
                 self._device = CupyDevice()
             else:

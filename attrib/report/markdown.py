@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Any
 
-from .fsutil import atomic_write_text
-from .plot import plot_available, render_plot, sparkline
+from attrib.fsutil import atomic_write_text
+from attrib.report.plot import plot_available, render_plot, sparkline
 
 LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20

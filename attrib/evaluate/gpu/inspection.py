@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, KernelCompileError
-from .gpu import nvrtc
-from .gpu.build import KernelSource, compile_kernel
-from .gpu.metrics import KernelMetrics
-from .gpu.suite import SUITE_BENCHMARKS
-from .recipe import Recipe
+from attrib.errors import InputError, KernelCompileError
+from attrib.evaluate.gpu import nvrtc
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.metrics import KernelMetrics
+from attrib.evaluate.gpu.suite import SUITE_BENCHMARKS
+from attrib.recipe import Recipe
 
 # constant memory is left out: ptxas for sm_90 no longer reports it, and a column of zeros would claim it did
 COLUMNS = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_bytes", "binary_bytes")

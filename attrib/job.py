@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .builds import Builder
-from .engine import Bisection, Events, Outcome, Reverter
-from .errors import GpuUnavailable, InputError, RepoError
-from .executors import Executor, make_executor
-from .fsutil import file_lock
-from .gitrepo import GitRepo, Mirror, default_workdir
-from .model import CommitInfo
-from .recipe import BenchmarkSpec, Recipe, load_recipe
-from .result import RESULT_SCHEMA, RunContext, build_result, comparison_json
-from .runners import Runner
-from .runners.command import CommandRunner
-from .runners.cupy import CupyRunner
-from .stats import TestConfig
+from attrib.bisection import Bisection, Events, Outcome, Reverter
+from attrib.core.model import CommitInfo
+from attrib.core.stats import TestConfig
+from attrib.errors import GpuUnavailable, InputError, RepoError
+from attrib.evaluate.builds import Builder
+from attrib.evaluate.executors import Executor, make_executor
+from attrib.evaluate.runners import Runner
+from attrib.evaluate.runners.command import CommandRunner
+from attrib.evaluate.runners.cupy import CupyRunner
+from attrib.fsutil import file_lock
+from attrib.gitrepo import GitRepo, Mirror, default_workdir
+from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
+from attrib.result import RESULT_SCHEMA, RunContext, build_result, comparison_json
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,11 @@ def check_runner_requirements(bench: BenchmarkSpec) -> None:
     before anything is built (GpuUnavailable, exit 2)."""
     if bench.cupy is None:
         return
-    from .gpu import nvrtc
+    from attrib.evaluate.gpu import nvrtc
 
     nvrtc.library()
     if bench.cupy.metric == "time":
-        from .gpu.device import probe
+        from attrib.evaluate.gpu.device import probe
 
         if why := probe():
             raise GpuUnavailable(

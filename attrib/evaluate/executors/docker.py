@@ -25,8 +25,8 @@ import requests.exceptions
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
-from ..errors import InputError
-from . import ProcessResult
+from attrib.errors import InputError
+from attrib.evaluate.executors import ProcessResult
 
 CONTAINER_WORKDIR = "/src"
 BUILD_UID = 1000  # the image's non-root user (containers/Dockerfile.cpu creates it)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .model import Verdict
+from attrib.core.model import Verdict
 
 UNDECIDED = (Verdict.SKIP, Verdict.INCONCLUSIVE)
 

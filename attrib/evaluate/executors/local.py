@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import ProcessResult
+from attrib.evaluate.executors import ProcessResult
 
 
 def run_process(

@@ -12,11 +12,11 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .executors import Executor
-from .fsutil import atomic_write_text, file_lock
-from .gitrepo import Mirror
-from .model import CommitInfo
-from .recipe import BuildSpec
+from attrib.core.model import CommitInfo
+from attrib.evaluate.executors import Executor
+from attrib.fsutil import atomic_write_text, file_lock
+from attrib.gitrepo import Mirror
+from attrib.recipe import BuildSpec
 
 LOG_TAIL_LINES = 20
 

@@ -1,0 +1,1 @@
+"""Reports: a result rendered as markdown (with a sparkline) and as a PNG plot."""
