@@ -138,17 +138,20 @@ class Store:
 
     # --- flags and jobs ---------------------------------------------------------------------
 
-    def submit(self, job: NewJob, route: str, body: str, deliveries: Sequence[Delivery] = ()) -> Accepted:
+    def submit(
+        self, job: NewJob, route: str, body: str, replay_keys: Sequence[str] = (), replay_expires: float | None = None
+    ) -> Accepted:
         """Queue `job`, or merge it into the active job with the same key. Every accepted flag
-        is stored; a full queue refuses new work (QueueFull) and stores nothing. `deliveries`
-        name the request (its signature, a forge's delivery id): when one of them was answered
-        before, that answer is returned and nothing is stored; otherwise they are stored with
-        the flag, in the same transaction."""
+        is stored; a full queue refuses new work (QueueFull) and stores nothing. `replay_keys`
+        name the request (its signature, a forge's delivery id; auth.Verified): when one of
+        them was answered before, that answer is returned and nothing is stored; otherwise they
+        are stored with the flag, in the same transaction, until `replay_expires` (None: as
+        long as the flag)."""
         now = time.time()
         flag_id = uuid.uuid4().hex[:16]
         with self._errors("accept a flag"), self._write() as c:
             c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
-            earlier = self._answered(c, [d.key for d in deliveries], now)
+            earlier = self._answered(c, replay_keys, now)
             if earlier is not None:
                 return earlier
             row = c.execute(f"SELECT id FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
@@ -166,8 +169,8 @@ class Store:
                 )
                 self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
             c.execute(FLAGS.insert(), FLAGS.values(FlagRow(flag_id, job_id, now, route, dup is not None, body)))
-            for d in deliveries:
-                c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(d.key, flag_id, d.expires)))
+            for key in replay_keys:
+                c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(key, flag_id, replay_expires)))
         return Accepted(job_id, flag_id, dup)
 
     def answered(self, keys: Sequence[str]) -> Accepted | None:
