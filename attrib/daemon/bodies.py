@@ -60,6 +60,7 @@ class BoundedBodies:
         self.max_bytes = max_bytes
         self.slot_wait_s = slot_wait_s
         self.read_timeout_s = read_timeout_s
+        self.reading = 0  # bodies being read now
         self._slots = asyncio.Semaphore(max_concurrent)
 
     def _too_large(self) -> str:
@@ -78,6 +79,7 @@ class BoundedBodies:
         except TimeoutError:
             await _refuse(send, 503, "too many request bodies at once; try again", ((b"retry-after", str(RETRY_AFTER_S).encode()),))
             return
+        self.reading += 1
         try:
             body = await asyncio.wait_for(self._read(receive), self.read_timeout_s)
         except _TooLarge:
@@ -89,6 +91,7 @@ class BoundedBodies:
         except _Disconnected:
             return
         finally:
+            self.reading -= 1
             self._slots.release()
         delivered = False
 
