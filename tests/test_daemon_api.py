@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from daemon_proc import send as _send
 
 from attrib.daemon.auth import github_signature, sign
 from attrib.daemon.config import Settings
@@ -65,17 +66,6 @@ class Daemon:
     def get(self, path: str, secret: str | None = SECRET) -> tuple[int, Any, dict[str, str]]:
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         return _send(urllib.request.Request(self.url + path, headers=headers))
-
-
-def _send(req: urllib.request.Request) -> tuple[int, Any, dict[str, str]]:
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            status, raw, headers = resp.status, resp.read(), dict(resp.headers)
-    except urllib.error.HTTPError as exc:
-        status, raw, headers = exc.code, exc.read(), dict(exc.headers)
-    if headers.get("content-type", "").startswith("application/json"):
-        return status, json.loads(raw), headers
-    return status, raw.decode(), headers
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attrib.core.model import JobState
-from attrib.daemon.store import NewJob, Store
+from attrib.daemon.store import Accepted, NewJob, Store
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
 
@@ -136,3 +136,29 @@ def test_locked_by_another_process_is_a_clear_error_and_no_corruption(store: Sto
     assert store.integrity() == "ok"
     assert store.counts()["jobs"] == 1 and store.get(kept) is not None
     assert store.submit(new_job(bad="2" * 40), "t", "{}").duplicate_of is None  # usable again
+
+
+def test_a_state_database_from_before_the_replay_memory_opens_and_works(tmp_path: Path):
+    """A database written by the schema-1 SQL as it stood before issue 16 (no deliveries
+    table): the store adds what is missing and reads and writes it as its own."""
+    golden = Path(__file__).parent / "golden" / "daemon-state-schema-1.sql"
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(golden.read_text())
+        conn.execute("INSERT INTO meta VALUES ('schema', '1')")
+    store = Store(db)
+    acc = store.submit(new_job(), "test", "{}", ("attrib:v1:abc",), None)
+    assert store.submit(new_job(), "test", "{}", ("attrib:v1:abc",), None) == Accepted(acc.job_id, acc.flag_id, None, replay=True)
+    job = store.claim("A")
+    assert job is not None and job.id == acc.job_id and job.state is JobState.RUNNING
+    assert store.counts()["flags"] == 1 and store.integrity() == "ok"
+
+
+def test_replay_memory_expires_with_the_signed_time(store: Store):
+    first = store.submit(new_job(), "test", "{}", ("k-old",), 1.0)  # its tolerance ended long ago
+    assert store.answered(["k-old"]) is None  # (the signature's timestamp refuses it from then on)
+    kept = store.submit(new_job(bad="c" * 40), "test", "{}", ("k-new",), 4e9)
+    assert store.answered(["k-new", "other"]) == Accepted(kept.job_id, kept.flag_id, None, replay=True)
+    with sqlite3.connect(store.path) as conn:  # the expired key was pruned when the next flag came
+        assert [r[0] for r in conn.execute("SELECT key FROM deliveries")] == ["k-new"]
+    assert first.job_id != kept.job_id
