@@ -157,7 +157,9 @@ def bisect(
     min_rounds: int = MinRoundsOpt,
     max_rounds: int = MaxRoundsOpt,
     seed: int = SeedOpt,
-    jobs: int = typer.Option(1, "--jobs", help="Commits proposed, built and measured per search step."),
+    probes: int = typer.Option(
+        1, "--jobs", "--probes", help="Commits proposed, built and measured per search step (parallel probes)."
+    ),
     verify: str = typer.Option(
         "confirm",
         "--verify",
@@ -180,7 +182,7 @@ def bisect(
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, config, seed, progress, jobs=jobs, verify=verify)
+            result = run_bisect(p, config, seed, progress, probes=probes, verify=verify)
         return _emit(result, json_out, report_out, filing)
 
     _guard(go)

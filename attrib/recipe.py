@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import Direction
+from attrib.core.model import BlockStatistic, Direction
 from attrib.errors import RecipeError
 from attrib.evaluate.gpu.build import KernelSource
 from attrib.evaluate.gpu.metrics import STATIC_METRICS
@@ -30,7 +30,7 @@ DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 RUNNERS = ("command", "cupy")
-BLOCK_STATISTICS = ("faster_half", "all")  # docs/statistics.md: how a block is summarised
+BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
 CUPY_METRICS = ("time", *STATIC_METRICS)
 DEFAULT_ARCHS = ("sm_90",)
@@ -98,7 +98,7 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
-    block_statistic: str = BLOCK_STATISTICS[0]
+    block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
     cupy: CupySpec | None = None
 
     def argv(self, reps: int | None = None) -> list[str]:
@@ -327,7 +327,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
-                block_statistic=bench_t.get("block_statistic", BLOCK_STATISTICS[0]),
+                block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
                 cupy=cupy,
             )
         )

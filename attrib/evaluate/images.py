@@ -113,7 +113,7 @@ def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable
         log(f"{CPU_IMAGE} exists ({found[:19]}); --force rebuilds it")
         return found
     if not (CONTAINERS_DIR / "Dockerfile.cpu").is_file():
-        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (run from a checkout of attrib)")
+        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (it ships in the attrib package: reinstall attrib)")
     return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log)
 
 

@@ -60,6 +60,13 @@ def connect() -> docker.DockerClient:
     return client
 
 
+def require_image(client: docker.DockerClient, image: str) -> docker.models.images.Image:
+    try:
+        return client.images.get(image)
+    except docker.errors.ImageNotFound:
+        raise ImageMissing(image) from None
+
+
 class DockerExecutor:
     name = "docker"
 
@@ -74,10 +81,7 @@ class DockerExecutor:
         workdir: Path | None = None,
     ) -> None:
         self.client = client or connect()
-        try:
-            img = self.client.images.get(image)
-        except docker.errors.ImageNotFound:
-            raise ImageMissing(image) from None
+        img = require_image(self.client, image)
         self.image = image
         self.image_id: str = img.id
         self.digests: list[str] = list(img.attrs.get("RepoDigests") or [])
