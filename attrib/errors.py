@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class AttribError(Exception):
     """Root of every error attrib raises on purpose. `exit_code` is what the CLI returns."""
@@ -45,9 +47,34 @@ class KernelCompileError(AttribError):
         self.log = log
 
 
+# --- executors and images -------------------------------------------------------------------
+
+
+class EngineUnavailable(InputError):
+    def __init__(self, detail: str) -> None:
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        super().__init__(
+            f"docker engine not reachable at {host} ({detail}); start it (as root: `dockerd &`, "
+            "or `systemctl start docker`) or point DOCKER_HOST at a running engine"
+        )
+
+
+class ImageMissing(InputError):
+    def __init__(self, image: str) -> None:
+        super().__init__(f"docker image {image!r} not found on the engine; build it with `attrib images build`")
+
+
+class ImageBuildError(AttribError):
+    """An image could not be built (the message says which step and why)."""
+
+
 class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
+
+class ResponseTooLarge(TrackerError):
+    """An answer longer than the bound the caller gave (never retried: it would be as long again)."""
+
 
 # --- the daemon (issue 7) ------------------------------------------------------------------
 

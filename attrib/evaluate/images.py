@@ -19,7 +19,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from attrib.errors import AttribError, InputError
+from attrib.errors import ImageBuildError, InputError
 
 BASE_IMAGE = "attrib/debian-base:bookworm"
 CPU_IMAGE = "attrib/cpu:latest"
@@ -30,10 +30,6 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates")
 CONTAINERS_DIR = Path(__file__).resolve().parent.parent / "containers"
 DEBOOTSTRAP_TIMEOUT_S = 1800
-
-
-class ImageBuildError(AttribError):
-    """An image could not be built (the message says which step and why)."""
 
 
 def _exists(client: docker.DockerClient, tag: str) -> str | None:

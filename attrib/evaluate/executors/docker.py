@@ -25,7 +25,7 @@ import requests.exceptions
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
-from attrib.errors import InputError
+from attrib.errors import EngineUnavailable, ImageMissing
 from attrib.evaluate.executors import ProcessResult
 
 CONTAINER_WORKDIR = "/src"
@@ -35,20 +35,6 @@ WORKDIR_LABEL = "attrib.workdir"
 DEFAULT_IMAGE = "attrib/cpu:latest"
 DEFAULT_MEMORY = "4g"
 EXEC_REAP_S = 10  # after killing a timed-out container, how long to wait for its exec to end
-
-
-class EngineUnavailable(InputError):
-    def __init__(self, detail: str) -> None:
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        super().__init__(
-            f"docker engine not reachable at {host} ({detail}); start it (as root: `dockerd &`, "
-            "or `systemctl start docker`) or point DOCKER_HOST at a running engine"
-        )
-
-
-class ImageMissing(InputError):
-    def __init__(self, image: str) -> None:
-        super().__init__(f"docker image {image!r} not found on the engine; build it with `attrib images build`")
 
 
 def connect() -> docker.DockerClient:
