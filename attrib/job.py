@@ -69,6 +69,14 @@ def plan(
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
     if bench.runner == "cupy":
         return CupyRunner(bench)
+    if bench.runner == "gbench":
+        from attrib.evaluate.runners.gbench import GbenchRunner
+
+        return GbenchRunner(executor, bench)
+    if bench.runner == "nvbench":
+        from attrib.evaluate.runners.nvbench import NvbenchRunner
+
+        return NvbenchRunner(executor, bench)
     return CommandRunner(executor, bench)
 
 
