@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from attrib.evaluate.gpu.build import KernelSource
 from attrib.evaluate.gpu.metrics import STATIC_METRICS
 from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
 from attrib.evaluate.gpu.suite import SUITE
+from attrib.formats.gbench import GbenchTime
 
 SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0
@@ -35,13 +37,21 @@ CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvben
 CUPY_METRICS = ("time", *STATIC_METRICS)
 DEFAULT_ARCHS = ("sm_90",)
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench samples are converted to the recipe's unit
-GBENCH_TIMES = ("real_time", "cpu_time")
+GBENCH_TIMES = tuple(GbenchTime)
 DEFAULT_GBENCH_UNIT = "ns"  # Google Benchmark's own default time unit
 DEFAULT_NVBENCH_UNIT = "ms"  # as the cupy runner: GPU kernels take micro- to milliseconds
-# "sample-count": attrib asks for exactly `reps` samples per run (one block); the others leave
-# the block size to NVBench's criterion with at least `reps` samples; "command": attrib adds
-# no stopping option at all, the recipe's command decides (docs/recipes.md).
-NVBENCH_STOPPING = ("sample-count", "stdrel", "entropy", "command")
+
+
+class NvbenchStopping(StrEnum):
+    """Who decides how many samples one NVBench run takes (docs/recipes.md)."""
+
+    SAMPLE_COUNT = "sample-count"  # attrib: exactly `reps` samples per run, one block
+    STDREL = "stdrel"  # NVBench's criteria, with at least `reps` samples
+    ENTROPY = "entropy"
+    COMMAND = "command"  # attrib adds no stopping option; the recipe's command decides
+
+
+NVBENCH_STOPPING = tuple(NvbenchStopping)
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,7 @@ class GbenchSpec:
     """[benchmark.gbench]: which Google Benchmark benchmark of the binary, and which time."""
 
     filter: str  # --benchmark_filter; it must select exactly one benchmark
-    time: str = GBENCH_TIMES[0]
+    time: GbenchTime = GbenchTime.REAL
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,7 @@ class NvbenchSpec:
 
     benchmark: str
     axes: dict[str, str] = field(default_factory=dict)
-    stopping: str = NVBENCH_STOPPING[0]
+    stopping: NvbenchStopping = NvbenchStopping.SAMPLE_COUNT
     jsonbin: bool = True  # per-sample times (--jsonbin); false: the state's summary only (--json)
 
 
@@ -344,7 +354,7 @@ def _parse_tool_table(
     if runner == "gbench":
         table = bench_t["gbench"]
         _check_table(path, prefix + "gbench.", table, _GBENCH)
-        return GbenchSpec(filter=table["filter"], time=table.get("time", GBENCH_TIMES[0])), None
+        return GbenchSpec(filter=table["filter"], time=GbenchTime(table.get("time", GbenchTime.REAL))), None
     if runner == "nvbench":
         table = bench_t["nvbench"]
         _check_table(path, prefix + "nvbench.", table, _NVBENCH)
@@ -352,7 +362,7 @@ def _parse_tool_table(
         return None, NvbenchSpec(
             benchmark=table["benchmark"],
             axes=axes,
-            stopping=table.get("stopping", NVBENCH_STOPPING[0]),
+            stopping=NvbenchStopping(table.get("stopping", NvbenchStopping.SAMPLE_COUNT)),
             jsonbin=bool(table.get("jsonbin", True)),
         )
     return None, None

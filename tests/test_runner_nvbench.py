@@ -15,7 +15,7 @@ from nvbench_tree import RECIPE, make_nvbench_tree, stage
 from attrib.evaluate.executors.local import LocalExecutor
 from attrib.evaluate.runners.nvbench import THROTTLED, NvbenchRunner, axis_option, select, stopping_options
 from attrib.formats import Measurement, parse_nvbench
-from attrib.recipe import NvbenchSpec, parse_recipe
+from attrib.recipe import NvbenchSpec, NvbenchStopping, parse_recipe
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nvbench" / "axes_ref.json"
 # A "benchmark" that writes axes_ref.json as is to the path after --json/--jsonbin.
@@ -48,8 +48,8 @@ def test_argv_names_benchmark_axes_output_and_block_size(tmp_path):
         "--stopping-criterion", "sample-count", "--min-samples", "20", "--target-samples", "20",
     ]  # fmt: skip
     assert axis_option("T", "F32") == "T=F32" and axis_option("Duration", "0.0001") == "Duration=0.0001"
-    assert stopping_options("stdrel", 7) == ["--stopping-criterion", "stdrel", "--min-samples", "7"]
-    assert stopping_options("command", 7) == []
+    assert stopping_options(NvbenchStopping.STDREL, 7) == ["--stopping-criterion", "stdrel", "--min-samples", "7"]
+    assert stopping_options(NvbenchStopping.COMMAND, 7) == []
 
 
 def test_jsonbin_samples_are_the_block_in_the_recipe_unit_and_files_are_removed(tmp_path):

@@ -17,7 +17,7 @@ from attrib.evaluate.executors import Executor
 from attrib.evaluate.runners import RunResult
 from attrib.evaluate.runners.command import process_failure
 from attrib.evaluate.runners.units import convert, first_nonpositive
-from attrib.formats import GbenchTime, parse_gbench
+from attrib.formats import parse_gbench
 from attrib.recipe import BenchmarkSpec, GbenchSpec
 
 MAX_NAMES_SHOWN = 12  # names listed in a "matched no/several benchmarks" error
@@ -52,7 +52,7 @@ class GbenchRunner:
                 res.duration_s,
             )
         try:
-            found = parse_gbench(res.stdout, f"{argv[0]} stdout", GbenchTime(self.gbench.time))
+            found = parse_gbench(res.stdout, f"{argv[0]} stdout", self.gbench.time)
         except FormatError as exc:
             return RunResult((), str(exc), res.duration_s)
         if len(found) != 1:

@@ -26,7 +26,7 @@ from attrib.evaluate.runners import RunResult
 from attrib.evaluate.runners.command import process_failure
 from attrib.evaluate.runners.units import convert, first_nonpositive
 from attrib.formats import Measurement, nvbench_throttle_discards, parse_nvbench
-from attrib.recipe import BenchmarkSpec, NvbenchSpec
+from attrib.recipe import BenchmarkSpec, NvbenchSpec, NvbenchStopping
 
 THROTTLED = "throttled: trial discarded by NVBench"  # the excluded-sample reason in results
 MAX_STATES_SHOWN = 8
@@ -40,13 +40,13 @@ def axis_option(name: str, value: str) -> str:
     return f"{name}={value}"
 
 
-def stopping_options(stopping: str, reps: int) -> list[str]:
+def stopping_options(stopping: NvbenchStopping, reps: int) -> list[str]:
     n = str(reps)
-    if stopping == "sample-count":
-        return ["--stopping-criterion", "sample-count", "--min-samples", n, "--target-samples", n]
-    if stopping in ("stdrel", "entropy"):
-        return ["--stopping-criterion", stopping, "--min-samples", n]
-    return []  # "command": the recipe's own argv says how NVBench stops
+    if stopping is NvbenchStopping.SAMPLE_COUNT:
+        return ["--stopping-criterion", stopping.value, "--min-samples", n, "--target-samples", n]
+    if stopping in (NvbenchStopping.STDREL, NvbenchStopping.ENTROPY):
+        return ["--stopping-criterion", stopping.value, "--min-samples", n]
+    return []  # COMMAND: the recipe's own argv says how NVBench stops
 
 
 def select(found: list[Measurement], nv: NvbenchSpec) -> Measurement | str:
