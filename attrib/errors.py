@@ -84,3 +84,31 @@ class JobStopped(AttribError):
 
 class ClientError(AttribError):
     """`attrib submit/jobs/status/cancel`: the daemon cannot be reached or refused the request."""
+
+
+# --- nightly history (issue 14) --------------------------------------------------------------
+
+
+class IngestError(InputError):
+    """A results file for the history has a bad row: one line naming the file, the row (1-based
+    data row, or the JSON path) and the field, and what was expected. Nothing of the file is
+    stored when any row is bad."""
+
+    def __init__(self, source: object, row: str, field: str, expected: str) -> None:
+        where = [str(source)] + ([f"row {row}"] if row else []) + ([f"field '{field}'"] if field else [])
+        super().__init__(": ".join(where) + f": {expected}".replace("\n", "\\n"))
+        self.source, self.row, self.field = source, row, field
+
+
+class BadRows(InputError):
+    """Every bad row of the files given, one IngestError line each (at most MAX_SHOWN), so a
+    CI job sees all its mistakes at once; nothing of any file was stored."""
+
+    MAX_SHOWN = 50
+
+    def __init__(self, errors: list[IngestError]) -> None:
+        lines = [str(e) for e in errors[: self.MAX_SHOWN]]
+        if len(errors) > self.MAX_SHOWN:
+            lines.append(f"... and {len(errors) - self.MAX_SHOWN} more bad rows")
+        super().__init__("\n".join(lines))
+        self.errors = errors
