@@ -1,0 +1,329 @@
+"""Change points in a benchmark's nightly history: pure, no I/O, no clocks, no randomness.
+
+Why it exists: a fixed threshold on nightly results either cries wolf or misses slow, real
+regressions; a change point detector looks at the whole history instead. This module turns a
+series of values (ordered by the repository's first-parent history, by the caller) into
+change points with their evidence. It never reads a store, never decides what to bisect and
+never prints: docs/detection.md explains the method and its measured error rates.
+
+The method ("rank PELT with a scan-calibrated penalty, then a local re-test"):
+
+1. Values become oriented logs (larger is worse), as in `attrib.core.stats`; a series with a
+   value <= 0 stays linear. NaN/inf are gaps: skipped, and indices still refer to `values`.
+2. Decided change points (`decided`) split the series into free stretches; they are never
+   moved or dropped. Each free stretch is rank-transformed (ranks standardised to unit
+   variance), so a spike weighs at most one rank and the null distribution is the same for
+   every noise model whose points are exchangeable (gaussian, heavy tails, bimodal mixtures).
+3. PELT (optimal partitioning with pruning, Killick et al. 2012) with the L2 cost on those
+   ranks and segments of at least `min_segment` points. With unit-variance ranks, adding one
+   change lowers the cost by exactly the squared standardised rank-sum statistic, so the
+   penalty b^2 is a threshold on the scan statistic max_k |Z_k|; b is chosen so that
+   P(max |Z_k| > b | no change) = `alpha`, by the Siegmund approximation for the standardised
+   Brownian bridge (James, James & Siegmund 1987), which accounts for having looked at every
+   split position.
+4. Each new change is re-tested between its neighbours (Otava's step): the scan-adjusted
+   p-value of the rank statistic on the two adjacent segments must be <= `alpha`, and the
+   Hodges-Lehmann shift between the `window` points nearest to it on each side must be at
+   least `min_change_pct`. The weakest failure is merged away and the rest re-tested until
+   every new change passes. Estimating on nearby points only keeps a slow drift (which moves
+   the level a little between neighbouring points) from adding up to a "change".
+5. A change whose level later comes back (the level after a later change point is within
+   `min_change_pct` of the level before it, or indistinguishable from it at `level`) keeps its
+   place and gets `recovered_at`.
+
+Details beyond the brief: `ChangePoint.last_before` is the index of the last measured point
+before the change (the caller's "pair of consecutive measured commits" is
+(last_before, index)); `before_mean`/`after_mean` are arithmetic means of the raw values in
+the estimation windows; `ci_pct` is the distribution-free (Mann-Whitney) interval of the
+Hodges-Lehmann shift at `DetectSettings.level`. Estimates of a decided point are refreshed as
+data arrives (its position and existence are not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from statistics import NormalDist
+
+import numpy as np
+
+from attrib.core.model import Direction
+
+DEFAULT_MIN_SEGMENT = 5  # points on each side of a change: one or two wild nights are not a level
+DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection (benchmarks/RESULTS-detect.md: noise 2 %)
+DEFAULT_ALPHA = 0.001  # per look and free stretch; nightly looks share most data (measured: far below 1/1000 points)
+DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
+DEFAULT_LEVEL = 0.95
+
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class DetectSettings:
+    min_segment: int = DEFAULT_MIN_SEGMENT
+    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    alpha: float = DEFAULT_ALPHA
+    window: int = DEFAULT_WINDOW
+    level: float = DEFAULT_LEVEL
+
+    def __post_init__(self) -> None:
+        if self.min_segment < 2:
+            raise ValueError(f"min_segment must be >= 2 (one point is a spike, not a level), got {self.min_segment}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.min_change_pct < 0:
+            raise ValueError(f"min_change_pct must be >= 0, got {self.min_change_pct}")
+        if self.window < self.min_segment:
+            raise ValueError(f"window must be >= min_segment ({self.min_segment}), got {self.window}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
+
+
+class ChangeDirection(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    index: int  # first measured point after the change (an index into `values`)
+    direction: ChangeDirection
+    change_pct: float  # signed percent change of the value itself (after vs before)
+    ci_pct: tuple[float, float]
+    p_value: float  # scan-adjusted: the chance of a split this strong anywhere in its two segments
+    before_mean: float
+    after_mean: float
+    recovered_at: int | None = None  # index of the change point that brought the level back
+    last_before: int = -1  # last measured point before the change
+
+
+# --- the scan statistic's null distribution -------------------------------------------------
+
+
+def scan_p_value(b: float, n: int, min_segment: int) -> float:
+    """P(max_k |Z_k| > b) for the standardised rank-sum statistic over splits k with at least
+    `min_segment` points each side of n exchangeable points (Siegmund's approximation, floored
+    by the single-split two-sided p-value)."""
+    if b <= 0 or n < 2 * min_segment:
+        return 1.0
+    single = 2.0 * (1.0 - _NORMAL.cdf(b))
+    span = math.log((n - min_segment) / min_segment)
+    scanned = b * _NORMAL.pdf(b) * ((1.0 - 1.0 / b**2) * 2.0 * span + 4.0 / b**2)
+    return min(1.0, max(single, scanned))
+
+
+def scan_threshold(alpha: float, n: int, min_segment: int) -> float:
+    """The b with scan_p_value(b) = alpha (bisection: the function falls monotonically past 1.5)."""
+    lo, hi = 1.5, 40.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if scan_p_value(mid, n, min_segment) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+# --- segmentation ---------------------------------------------------------------------------
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (1..n), ties sharing their mean rank."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(x.size)
+    ranks[order] = np.arange(1, x.size + 1)
+    sorted_x = x[order]
+    _, start, counts = np.unique(sorted_x, return_index=True, return_counts=True)
+    for s, c in zip(start[counts > 1], counts[counts > 1], strict=True):
+        ranks[order[s : s + c]] = s + (c + 1) / 2
+    return ranks
+
+
+def _pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
+    """Optimal partition of u (L2 cost, `penalty` per change, segments >= min_size): the start
+    index of every segment but the first. PELT's pruning keeps it near linear in practice."""
+    n = u.size
+    if n < 2 * min_size:
+        return []
+    s1 = np.concatenate(([0.0], np.cumsum(u)))
+    s2 = np.concatenate(([0.0], np.cumsum(u * u)))
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    last = np.zeros(n + 1, dtype=int)
+    admissible = np.array([0])
+    for t in range(min_size, n + 1):
+        if t - min_size >= min_size:
+            admissible = np.append(admissible, t - min_size)
+        s = admissible
+        length = t - s
+        cost = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / length
+        total = best[s] + cost + penalty
+        i = int(np.argmin(total))
+        best[t], last[t] = total[i], s[i]
+        admissible = s[best[s] + cost <= best[t]]  # never optimal again (K = 0 for the L2 cost)
+    cuts, t = [], n
+    while t > 0:
+        t = int(last[t])
+        if t > 0:
+            cuts.append(t)
+    return sorted(cuts)
+
+
+def _free_changes(y: np.ndarray, settings: DetectSettings) -> list[int]:
+    """Change positions inside one free stretch (positions relative to it)."""
+    n = y.size
+    if n < 2 * settings.min_segment:
+        return []
+    u = (_ranks(y) - (n + 1) / 2) / math.sqrt((n * n - 1) / 12)
+    b = scan_threshold(settings.alpha, n, settings.min_segment)
+    return _pelt(u, b * b, settings.min_segment)
+
+
+# --- evidence for one change ----------------------------------------------------------------
+
+
+def _rank_z(before: np.ndarray, after: np.ndarray) -> float:
+    """Standardised Mann-Whitney statistic (tie-corrected): > 0 when `after` is larger."""
+    nb, na = before.size, after.size
+    n = nb + na
+    ranks = _ranks(np.concatenate((before, after)))
+    _, counts = np.unique(np.concatenate((before, after)), return_counts=True)
+    ties = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    var = nb * na / 12.0 * ((n + 1) - ties)
+    if var <= 0:
+        return 0.0
+    return float((ranks[nb:].sum() - na * (n + 1) / 2) / math.sqrt(var))
+
+
+@dataclass(frozen=True)
+class _Shift:
+    shift: float
+    low: float
+    high: float
+
+
+def _hl_shift(before: np.ndarray, after: np.ndarray, level: float) -> _Shift:
+    """Hodges-Lehmann shift (median of after - before over all pairs) and its Mann-Whitney CI."""
+    d = np.sort(np.subtract.outer(after, before).ravel())
+    nb, na = before.size, after.size
+    m = d.size
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
+    k = math.floor(nb * na / 2 - z * math.sqrt(nb * na * (nb + na + 1) / 12))
+    k = min(max(k, 0), (m - 1) // 2)
+    return _Shift(float(np.median(d)), float(d[k]), float(d[m - 1 - k]))
+
+
+class _Series:
+    """The measured points of one call: oriented values, raw values, and how to speak percent."""
+
+    def __init__(self, values: Sequence[float], direction: Direction) -> None:
+        raw = np.asarray(values, dtype=float)
+        self.valid = np.flatnonzero(np.isfinite(raw))
+        self.raw = raw[self.valid]
+        self.log = bool(self.raw.size) and bool(np.all(self.raw > 0))
+        y = np.log(self.raw) if self.log else self.raw.copy()
+        self.y = y if direction is Direction.LOWER else -y
+        self.direction = direction
+
+    def pct(self, shift: float, base: float) -> float:
+        """Oriented shift -> signed percent change of the value itself (base: the raw level before)."""
+        raw = shift if self.direction is Direction.LOWER else -shift
+        if self.log:
+            return (math.exp(raw) - 1.0) * 100.0
+        return raw / abs(base) * 100.0 if base else math.copysign(math.inf, raw) if raw else 0.0
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    shift: _Shift
+    p_value: float
+    before: tuple[int, int]  # estimation windows, positions in the measured points
+    after: tuple[int, int]
+
+
+def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectSettings) -> _Evidence:
+    """Evidence for a change at `cut` between segments [start, cut) and [cut, end)."""
+    y = series.y
+    z = _rank_z(y[start:cut], y[cut:end])
+    p = scan_p_value(abs(z), end - start, min(settings.min_segment, cut - start, end - cut))
+    before = (max(start, cut - settings.window), cut)
+    after = (cut, min(end, cut + settings.window))
+    shift = _hl_shift(y[before[0] : before[1]], y[after[0] : after[1]], settings.level)
+    return _Evidence(shift, p, before, after)
+
+
+def _passes(series: _Series, ev: _Evidence, settings: DetectSettings) -> bool:
+    base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
+    return ev.p_value <= settings.alpha and abs(series.pct(ev.shift.shift, base)) >= settings.min_change_pct
+
+
+# --- the entry point ------------------------------------------------------------------------
+
+
+def detect(
+    values: Sequence[float],
+    direction: Direction,
+    settings: DetectSettings = DetectSettings(),
+    decided: Sequence[int] = (),
+) -> list[ChangePoint]:
+    """Change points of one series, oldest first. `decided`: indices reported by earlier calls;
+    each stays in the result at its place (with refreshed estimates), whatever the new data say."""
+    series = _Series(values, direction)
+    n_values = len(values)
+    position = {int(i): p for p, i in enumerate(series.valid)}
+    fixed: set[int] = set()
+    for index in decided:
+        if not 0 < index < n_values or index not in position or position[index] == 0:
+            raise ValueError(f"decided change point {index} is not a measured point after the first one")
+        fixed.add(position[index])
+    n = series.y.size
+    bounds = [0, *sorted(fixed), n]
+    cuts = set(fixed)
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        cuts.update(lo + c for c in _free_changes(series.y[lo:hi], settings))
+    ordered = sorted(cuts)
+    while True:
+        evidence = _all_evidence(series, ordered, settings)
+        failing = [(ev.p_value, -abs(ev.shift.shift), c) for c, ev in evidence.items() if c not in fixed and not _passes(series, ev, settings)]
+        if not failing:
+            break
+        ordered.remove(max(failing)[2])
+    return _report(series, ordered, evidence, settings)
+
+
+def _all_evidence(series: _Series, cuts: list[int], settings: DetectSettings) -> dict[int, _Evidence]:
+    edges = [0, *cuts, series.y.size]
+    return {c: _evidence(series, edges[i], c, edges[i + 2], settings) for i, c in enumerate(cuts)}
+
+
+def _report(series: _Series, cuts: list[int], evidence: dict[int, _Evidence], settings: DetectSettings) -> list[ChangePoint]:
+    edges = [0, *cuts, series.y.size]
+    points = []
+    for i, c in enumerate(cuts):
+        ev = evidence[c]
+        before_raw = series.raw[ev.before[0] : ev.before[1]]
+        base = float(np.mean(before_raw))
+        lo, hi = sorted((series.pct(ev.shift.low, base), series.pct(ev.shift.high, base)))
+        recovered = None
+        for j in range(i + 1, len(cuts)):
+            after_j = series.y[cuts[j] : min(edges[j + 2], cuts[j] + settings.window)]
+            net = _hl_shift(series.y[ev.before[0] : ev.before[1]], after_j, settings.level)
+            if abs(series.pct(net.shift, base)) < settings.min_change_pct or net.low <= 0 <= net.high:
+                recovered = int(series.valid[cuts[j]])
+                break
+        points.append(
+            ChangePoint(
+                index=int(series.valid[c]),
+                direction=ChangeDirection.REGRESSION if ev.shift.shift > 0 else ChangeDirection.IMPROVEMENT,
+                change_pct=series.pct(ev.shift.shift, base),
+                ci_pct=(lo, hi),
+                p_value=ev.p_value,
+                before_mean=base,
+                after_mean=float(np.mean(series.raw[ev.after[0] : ev.after[1]])),
+                recovered_at=recovered,
+                last_before=int(series.valid[c - 1]),
+            )
+        )
+    return points
