@@ -86,6 +86,27 @@ class ClientError(AttribError):
     """`attrib submit/jobs/status/cancel`: the daemon cannot be reached or refused the request."""
 
 
+# --- benchmark tools' output formats (issue 15) ---------------------------------------------
+
+
+class FormatError(InputError):
+    """A benchmark tool's output (Google Benchmark JSON, NVBench JSON or its sample files) is
+    not what that tool writes. One line naming the source, the benchmark and the field. In a
+    bisection it is that commit's failed run, never the end (the runner turns it into one)."""
+
+    def __init__(self, source: object, benchmark: str, field: str, expected: str) -> None:
+        where = [str(source)]
+        if benchmark:
+            where.append(f"benchmark '{_one_line(benchmark)}'")
+        if field:
+            where.append(f"field '{_one_line(field)}'")
+        super().__init__(f"{': '.join(where)}: {_one_line(expected)}")
+        self.source, self.benchmark, self.field = source, benchmark, field
+
+
+def _one_line(text: str) -> str:
+    # A benchmark name is whatever the tree under test printed; keep the message on one line.
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 # --- nightly history (issue 14) --------------------------------------------------------------
 
 
