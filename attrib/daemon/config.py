@@ -13,6 +13,7 @@ max_queue = 100
 lease_s = 30
 github_api_url = "https://api.github.com"   # default: $GITHUB_API_URL, else this
 github_token_file = "/etc/attrib/github-token"   # default: $GITHUB_TOKEN (actions:read)
+[history]   # nightly results: projects, repositories, benchmark -> recipe (attrib/history/projects.py)
 ```
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
 from attrib.errors import InputError, RecipeError
 from attrib.evaluate.executors import EXECUTORS
+from attrib.history.projects import HistoryConfig, parse_history
 
 DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
 DEFAULT_PORT = 8765
@@ -52,6 +54,7 @@ class Settings:
     # token is read from the file (or the environment) when it is needed, never kept here.
     github_api_url: str = DEFAULT_GITHUB_API
     github_token_file: Path | None = None
+    history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
 
     @property
     def db_path(self) -> Path:
@@ -75,6 +78,7 @@ _KEYS: dict[str, type] = {
     "busy_timeout_s": float,
     "github_api_url": str,
     "github_token_file": Path,
+    "history": dict,
 }
 
 
@@ -90,7 +94,9 @@ def read_config(path: Path) -> dict[str, Any]:
         if key not in _KEYS:
             raise RecipeError(path, key, f"unknown key; expected one of: {', '.join(_KEYS)}")
         kind = _KEYS[key]
-        if kind is Path:
+        if key == "history":
+            out[key] = parse_history(path, value)
+        elif kind is Path:
             if not isinstance(value, str):
                 raise RecipeError(path, key, "expected a path string")
             out[key] = (path.parent / value).resolve()

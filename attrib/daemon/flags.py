@@ -150,6 +150,11 @@ def _is_url(text: str) -> bool:
     return bool(_URL_RE.match(text))
 
 
+def mirror_path(text: str, state: Path) -> Path:
+    """Where the daemon keeps its mirror of the git URL `text` (the series page reads it unfetched)."""
+    return state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+
+
 def _local_repo(text: str, state: Path) -> Path:
     """A local path as is; a git URL is cloned (once) into --state/repos and fetched on each flag."""
     if text.startswith("-"):
@@ -161,7 +166,7 @@ def _local_repo(text: str, state: Path) -> Path:
         if not path.is_absolute():
             raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
         return path
-    dest = state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+    dest = mirror_path(text, state)
     with file_lock(state / "locks" / f"{dest.name}.lock"):
         if (dest / "HEAD").exists():
             argv = ["git", "-C", str(dest), "fetch", "--prune", "--quiet", "origin"]

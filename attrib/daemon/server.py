@@ -1,6 +1,7 @@
 """The daemon's HTTP API (FastAPI on uvicorn) and `serve`, which runs it with the workers.
 
 Authentication happens on the raw bytes before anything is parsed or stored:
+  POST /v1/results           same signature; nightly results (results_api.py, with GET /series)
   POST /v1/regressions       X-Attrib-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>
   POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header, same scheme); a failed
                              workflow_run makes the daemon fetch the run's attrib-flag artifact
@@ -197,6 +198,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
             return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
         return JSONResponse({"id": job_id, "state": state.value, "cancel_requested": state is JobState.RUNNING}, status_code=202)
 
+    from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)
+
+    results_api.include(app, store, settings)
+
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> Response:
         check_bearer(request.headers.get("Authorization"), settings.secret)
@@ -243,7 +248,8 @@ def status_page(store: Store) -> str:
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>attrib daemon</title>"
         "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style></head><body>"
-        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded</p>"
+        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded;"
+        " <a href='/series'>nightly series</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
     )
 

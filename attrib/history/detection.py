@@ -44,15 +44,18 @@ def detect_series(
     for cp in detect(o.values, series.direction, settings, decided) if len(o.values) >= 2 else []:
         after = o.commits[cp.index]
         known = stored.get(after)
+        fields: dict[str, Any] = {
+            "direction": cp.direction.value, "change_pct": cp.change_pct, "ci_pct": cp.ci_pct, "p_value": cp.p_value,
+            "before_mean": cp.before_mean, "after_mean": cp.after_mean,
+        }  # fmt: skip
         if known is None:
-            fields: dict[str, Any] = {
-                "direction": cp.direction.value, "change_pct": cp.change_pct, "ci_pct": cp.ci_pct, "p_value": cp.p_value,
-                "before_mean": cp.before_mean, "after_mean": cp.after_mean,
-            }  # fmt: skip
-            change_id = store.add_change(series.id, o.commits[cp.index - 1], after, fields, new_flag)
+            before = o.commits[cp.last_before if cp.last_before >= 0 else cp.index - 1]
+            change_id = store.add_change(series.id, before, after, fields, new_flag)
             new.add(change_id)
         else:
+            # its place and direction are decided; its size is re-estimated as nights arrive
             change_id = known.id
+            store.refresh_estimates(change_id, fields)
         if cp.recovered_at is not None and (known is None or known.recovered is None):
             store.set_recovered(change_id, o.commits[cp.recovered_at])
             recovered.add(change_id)

@@ -328,6 +328,14 @@ class HistoryStore:
             )  # fmt: skip
             return int(cur.lastrowid or 0)
 
+    def refresh_estimates(self, change_id: int, fields: dict[str, Any]) -> None:
+        with self._errors("refresh a change point"), self._write() as c:
+            c.execute(
+                "UPDATE history_changes SET change_pct = ?, ci_lo = ?, ci_hi = ?, p_value = ?, before_mean = ?, after_mean = ?"
+                " WHERE id = ?",
+                (fields["change_pct"], *fields["ci_pct"], fields["p_value"], fields["before_mean"], fields["after_mean"], change_id),
+            )
+
     def set_recovered(self, change_id: int, sha: str) -> None:
         with self._errors("record a recovery"), self._write() as c:
             c.execute("UPDATE history_changes SET recovered_sha = ? WHERE id = ? AND recovered_sha IS NULL", (sha, change_id))
