@@ -127,8 +127,9 @@ class BadRows(InputError):
 
     MAX_SHOWN = 50
 
-    def __init__(self, errors: list[IngestError]) -> None:
+    def __init__(self, errors: list[IngestError], parsed: list[object] | None = None) -> None:
         lines = [str(e) for e in errors[: self.MAX_SHOWN]]
+        self.parsed = parsed or []  # the rows that did parse: their commits are checked too
         if len(errors) > self.MAX_SHOWN:
             lines.append(f"... and {len(errors) - self.MAX_SHOWN} more bad rows")
         super().__init__("\n".join(lines))

@@ -55,7 +55,7 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
     except csv.Error as exc:
         bad.append(IngestError(source, str(n + 1), "", f"not CSV ({exc})"))
     if bad:
-        raise BadRows(bad)
+        raise BadRows(bad, list(rows))
     if not rows:
         raise IngestError(source, "", "", "a header but no rows")
     return rows

@@ -115,11 +115,11 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
     out: list[FileRows] = []
     shas: dict[str, str | RepoError] = {}
     for src in files:
+        file_bad: list[IngestError] = []
         try:
             fmt, rows = parse(src, opts)
-        except BadRows as exc:
-            bad.extend(exc.errors)
-            continue
+        except BadRows as exc:  # the rows that parsed still get their commits checked
+            fmt, rows, file_bad = InputFormat.CSV, [r for r in exc.parsed if isinstance(r, ResultRow)], list(exc.errors)
         except IngestError as exc:
             bad.append(exc)
             continue
@@ -132,10 +132,11 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
                     shas[r.commit] = exc
             sha = shas[r.commit]
             if isinstance(sha, RepoError):
-                bad.append(IngestError(src.name, r.row, "commit", str(sha)))
+                file_bad.append(IngestError(src.name, r.row, "commit", str(sha)))
                 continue
             config = {**opts.config, **r.config}
             stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, r.measured_at or opts.measured_at))
+        bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
         out.append(FileRows(src.name, fmt.value, digest(project, fmt, opts, src.text), stored))
     if bad:
         raise BadRows(bad)
