@@ -16,6 +16,7 @@ import base64
 import binascii
 import html
 import re
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -96,9 +97,9 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
 
 def _line(project: ProjectConfig, settings: Settings) -> list[str]:
     """The branch's first-parent line as the daemon last fetched it (a page view fetches nothing)."""
-    path = mirror_path(project.repo, settings.state) if _is_url(project.repo) else project.repo
+    path = mirror_path(project.repo, settings.state) if _is_url(project.repo) else Path(project.repo)
     try:
-        return GitLine(path, project.branch).line()  # type: ignore[arg-type]
+        return GitLine(path, project.branch).line()
     except RepoError:
         return []
 
