@@ -289,6 +289,7 @@ def detect(
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         cuts.update(lo + c for c in _free_changes(series.clipped[lo:hi], series.sigma, settings))
     ordered = sorted(cuts)
+    waited = False  # the newest change is checked once: a deferred one must not take older ones with it
     while True:
         evidence = _all_evidence(series, ordered, settings)
         failing = [
@@ -297,9 +298,33 @@ def detect(
             if c not in fixed and not _passes(series, ev, settings)
         ]
         if not failing:
-            break
+            last = ordered[-1] if ordered else None
+            if waited or last is None or last in fixed or _settled(series, ordered, settings):
+                break
+            ordered.remove(last)
+            waited = True
+            continue
         ordered.remove(max(failing)[2])
     return _report(series, ordered, evidence, settings)
+
+
+def _settled(series: _Series, cuts: list[int], settings: DetectSettings) -> bool:
+    """Whether the newest change sits where the data put it, not where min_segment pins it.
+
+    With only a few nights of a new level, the latest cut PELT may place is min_segment
+    before the end, which can be before the true change; reported there, it would be
+    decided at the wrong commit. So the last change waits until the best split of its two
+    segments, with any number of points after it, leaves min_segment points after it."""
+    start = cuts[-2] if len(cuts) > 1 else 0
+    c = series.clipped[start:]
+    n = c.size
+    k = np.arange(settings.min_segment, n)
+    total = np.cumsum(c)
+    left = total[k - 1] / k
+    right = (total[-1] - total[k - 1]) / (n - k)
+    gain = k * (n - k) / n * (left - right) ** 2
+    best = int(k[int(np.argmax(gain))])
+    return n - best >= settings.min_segment
 
 
 def _all_evidence(series: _Series, cuts: list[int], settings: DetectSettings) -> dict[int, _Evidence]:
