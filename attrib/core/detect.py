@@ -6,27 +6,31 @@ series of values (ordered by the repository's first-parent history, by the calle
 change points with their evidence. It never reads a store, never decides what to bisect and
 never prints: docs/detection.md explains the method and its measured error rates.
 
-The method ("rank PELT with a scan-calibrated penalty, then a local re-test"):
+The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
 
 1. Values become oriented logs (larger is worse), as in `attrib.core.stats`; a series with a
    value <= 0 stays linear. NaN/inf are gaps: skipped, and indices still refer to `values`.
-2. Decided change points (`decided`) split the series into free stretches; they are never
-   moved or dropped. Each free stretch is rank-transformed (ranks standardised to unit
-   variance), so a spike weighs at most one rank and the null distribution is the same for
-   every noise model whose points are exchangeable (gaussian, heavy tails, bimodal mixtures).
-3. PELT (optimal partitioning with pruning, Killick et al. 2012) with the L2 cost on those
-   ranks and segments of at least `min_segment` points. With unit-variance ranks, adding one
-   change lowers the cost by exactly the squared standardised rank-sum statistic, so the
-   penalty b^2 is a threshold on the scan statistic max_k |Z_k|; b is chosen so that
-   P(max |Z_k| > b | no change) = `alpha`, by the Siegmund approximation for the standardised
-   Brownian bridge (James, James & Siegmund 1987), which accounts for having looked at every
-   split position.
-4. Each new change is re-tested between its neighbours (Otava's step): the scan-adjusted
-   p-value of the rank statistic on the two adjacent segments must be <= `alpha`, and the
-   Hodges-Lehmann shift between the `window` points nearest to it on each side must be at
-   least `min_change_pct`. The weakest failure is merged away and the rest re-tested until
-   every new change passes. Estimating on nearby points only keeps a slow drift (which moves
-   the level a little between neighbouring points) from adding up to a "change".
+2. Noise scale: 1.4826 x the MAD of night-to-night differences / sqrt(2) (differences cancel
+   level shifts and slow drift; the median ignores spikes). Each value is then clipped to
+   within CLIP_SCALES of that scale around a running median of 2 x min_segment + 1 nights,
+   so a spike weighs at most as much as a 3-sigma night and cannot make a segment of its
+   own. The variance the cost sees is re-estimated on the clipped values (half the mean
+   squared successive difference).
+3. Decided change points (`decided`) split the series into free stretches; they are never
+   moved or dropped. In each free stretch, PELT (optimal partitioning with pruning, Killick
+   et al. 2012) with the L2 cost and segments of at least `min_segment` points. Adding one
+   change lowers the L2 cost by exactly sigma^2 Z^2, Z the standardised difference of the two
+   sides' means, so the penalty b^2 sigma^2 is a threshold on the scan statistic max_k |Z_k|;
+   b is chosen so that P(max |Z_k| > b | no change) = `alpha` by the Siegmund approximation
+   for the standardised Brownian bridge (James, James & Siegmund 1987), which accounts for
+   having looked at every split position.
+4. Each new change is re-tested between its neighbours (Otava's merge step): the
+   scan-adjusted p-value of Z on the two adjacent segments must be <= `alpha`, and the
+   Hodges-Lehmann shift between the `window` points nearest to it on each side (raw, not
+   clipped) must be at least `min_change_pct`. The weakest failure is merged away and the
+   rest re-tested until every new change passes. Sizing a change on nearby points only keeps
+   a slow drift (which moves the level a little between neighbouring points) from adding up
+   to a "change".
 5. A change whose level later comes back (the level after a later change point is within
    `min_change_pct` of the level before it, or indistinguishable from it at `level`) keeps its
    place and gets `recovered_at`.
@@ -56,6 +60,8 @@ DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection (benchma
 DEFAULT_ALPHA = 0.001  # per look and free stretch; nightly looks share most data (measured: far below 1/1000 points)
 DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
 DEFAULT_LEVEL = 0.95
+CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
+SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
 
 _NORMAL = NormalDist()
 
@@ -129,19 +135,7 @@ def scan_threshold(alpha: float, n: int, min_segment: int) -> float:
 # --- segmentation ---------------------------------------------------------------------------
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (1..n), ties sharing their mean rank."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(x.size)
-    ranks[order] = np.arange(1, x.size + 1)
-    sorted_x = x[order]
-    _, start, counts = np.unique(sorted_x, return_index=True, return_counts=True)
-    for s, c in zip(start[counts > 1], counts[counts > 1], strict=True):
-        ranks[order[s : s + c]] = s + (c + 1) / 2
-    return ranks
-
-
-def _pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
+def pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
     """Optimal partition of u (L2 cost, `penalty` per change, segments >= min_size): the start
     index of every segment but the first. PELT's pruning keeps it near linear in practice."""
     n = u.size
@@ -152,17 +146,19 @@ def _pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
     best = np.full(n + 1, np.inf)
     best[0] = -penalty
     last = np.zeros(n + 1, dtype=int)
-    admissible = np.array([0])
+    pool = np.zeros(n + 1, dtype=int)  # admissible last-change positions: pool[:size]
+    size = 1
     for t in range(min_size, n + 1):
         if t - min_size >= min_size:
-            admissible = np.append(admissible, t - min_size)
-        s = admissible
-        length = t - s
-        cost = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / length
-        total = best[s] + cost + penalty
-        i = int(np.argmin(total))
-        best[t], last[t] = total[i], s[i]
-        admissible = s[best[s] + cost <= best[t]]  # never optimal again (K = 0 for the L2 cost)
+            pool[size] = t - min_size
+            size += 1
+        s = pool[:size]
+        base = best[s] + s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / (t - s)
+        i = int(np.argmin(base))
+        best[t], last[t] = base[i] + penalty, s[i]
+        keep = s[base <= best[t]]  # never optimal again (PELT pruning, K = 0 for the L2 cost)
+        size = keep.size
+        pool[:size] = keep
     cuts, t = [], n
     while t > 0:
         t = int(last[t])
@@ -171,30 +167,27 @@ def _pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
     return sorted(cuts)
 
 
-def _free_changes(y: np.ndarray, settings: DetectSettings) -> list[int]:
-    """Change positions inside one free stretch (positions relative to it)."""
+def running_median(y: np.ndarray, half: int) -> np.ndarray:
+    """Median of y[i - half : i + half + 1] (shrunk at the ends) for every i."""
+    n = y.size
+    out = np.empty(n)
+    if n > 2 * half:
+        out[half : n - half] = np.median(np.lib.stride_tricks.sliding_window_view(y, 2 * half + 1), axis=1)
+        edges = [*range(half), *range(n - half, n)]
+    else:
+        edges = list(range(n))
+    for i in edges:
+        out[i] = np.median(y[max(0, i - half) : i + half + 1])
+    return out
+
+
+def _free_changes(y: np.ndarray, sigma: float, settings: DetectSettings) -> list[int]:
+    """Change positions inside one free stretch of clipped values (relative to it)."""
     n = y.size
     if n < 2 * settings.min_segment:
         return []
-    u = (_ranks(y) - (n + 1) / 2) / math.sqrt((n * n - 1) / 12)
     b = scan_threshold(settings.alpha, n, settings.min_segment)
-    return _pelt(u, b * b, settings.min_segment)
-
-
-# --- evidence for one change ----------------------------------------------------------------
-
-
-def _rank_z(before: np.ndarray, after: np.ndarray) -> float:
-    """Standardised Mann-Whitney statistic (tie-corrected): > 0 when `after` is larger."""
-    nb, na = before.size, after.size
-    n = nb + na
-    ranks = _ranks(np.concatenate((before, after)))
-    _, counts = np.unique(np.concatenate((before, after)), return_counts=True)
-    ties = float(np.sum(counts**3 - counts)) / (n * (n - 1))
-    var = nb * na / 12.0 * ((n + 1) - ties)
-    if var <= 0:
-        return 0.0
-    return float((ranks[nb:].sum() - na * (n + 1) / 2) / math.sqrt(var))
+    return pelt(y, (b * sigma) ** 2, settings.min_segment)
 
 
 @dataclass(frozen=True)
@@ -216,9 +209,9 @@ def _hl_shift(before: np.ndarray, after: np.ndarray, level: float) -> _Shift:
 
 
 class _Series:
-    """The measured points of one call: oriented values, raw values, and how to speak percent."""
+    """The measured points of one call: oriented values, their clipped twins, the noise scale."""
 
-    def __init__(self, values: Sequence[float], direction: Direction) -> None:
+    def __init__(self, values: Sequence[float], direction: Direction, settings: DetectSettings) -> None:
         raw = np.asarray(values, dtype=float)
         self.valid = np.flatnonzero(np.isfinite(raw))
         self.raw = raw[self.valid]
@@ -226,6 +219,17 @@ class _Series:
         y = np.log(self.raw) if self.log else self.raw.copy()
         self.y = y if direction is Direction.LOWER else -y
         self.direction = direction
+        typical = float(np.median(np.abs(self.y))) if self.y.size else 0.0
+        floor = SCALE_FLOOR if self.log else SCALE_FLOOR * max(typical, 1e-300)
+        if self.y.size >= 3:
+            d = np.diff(self.y)
+            robust = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+            level = running_median(self.y, settings.min_segment)
+            band = CLIP_SCALES * max(robust, floor)
+            self.clipped = np.clip(self.y, level - band, level + band)
+            self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2), floor)
+        else:
+            self.clipped, self.sigma = self.y.copy(), floor
 
     def pct(self, shift: float, base: float) -> float:
         """Oriented shift -> signed percent change of the value itself (base: the raw level before)."""
@@ -245,12 +249,13 @@ class _Evidence:
 
 def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectSettings) -> _Evidence:
     """Evidence for a change at `cut` between segments [start, cut) and [cut, end)."""
-    y = series.y
-    z = _rank_z(y[start:cut], y[cut:end])
-    p = scan_p_value(abs(z), end - start, min(settings.min_segment, cut - start, end - cut))
+    c = series.clipped
+    nb, na = cut - start, end - cut
+    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (series.sigma * math.sqrt(1 / nb + 1 / na))
+    p = scan_p_value(abs(z), end - start, min(settings.min_segment, nb, na))
     before = (max(start, cut - settings.window), cut)
     after = (cut, min(end, cut + settings.window))
-    shift = _hl_shift(y[before[0] : before[1]], y[after[0] : after[1]], settings.level)
+    shift = _hl_shift(series.y[before[0] : before[1]], series.y[after[0] : after[1]], settings.level)
     return _Evidence(shift, p, before, after)
 
 
@@ -270,7 +275,7 @@ def detect(
 ) -> list[ChangePoint]:
     """Change points of one series, oldest first. `decided`: indices reported by earlier calls;
     each stays in the result at its place (with refreshed estimates), whatever the new data say."""
-    series = _Series(values, direction)
+    series = _Series(values, direction, settings)
     n_values = len(values)
     position = {int(i): p for p, i in enumerate(series.valid)}
     fixed: set[int] = set()
@@ -282,15 +287,44 @@ def detect(
     bounds = [0, *sorted(fixed), n]
     cuts = set(fixed)
     for lo, hi in zip(bounds, bounds[1:], strict=False):
-        cuts.update(lo + c for c in _free_changes(series.y[lo:hi], settings))
+        cuts.update(lo + c for c in _free_changes(series.clipped[lo:hi], series.sigma, settings))
     ordered = sorted(cuts)
+    waited = False  # the newest change is checked once: a deferred one must not take older ones with it
     while True:
         evidence = _all_evidence(series, ordered, settings)
-        failing = [(ev.p_value, -abs(ev.shift.shift), c) for c, ev in evidence.items() if c not in fixed and not _passes(series, ev, settings)]
+        failing = [
+            (ev.p_value, -abs(ev.shift.shift), c)
+            for c, ev in evidence.items()
+            if c not in fixed and not _passes(series, ev, settings)
+        ]
         if not failing:
-            break
+            last = ordered[-1] if ordered else None
+            if waited or last is None or last in fixed or _settled(series, ordered, settings):
+                break
+            ordered.remove(last)
+            waited = True
+            continue
         ordered.remove(max(failing)[2])
     return _report(series, ordered, evidence, settings)
+
+
+def _settled(series: _Series, cuts: list[int], settings: DetectSettings) -> bool:
+    """Whether the newest change sits where the data put it, not where min_segment pins it.
+
+    With only a few nights of a new level, the latest cut PELT may place is min_segment
+    before the end, which can be before the true change; reported there, it would be
+    decided at the wrong commit. So the last change waits until the best split of its two
+    segments, with any number of points after it, leaves min_segment points after it."""
+    start = cuts[-2] if len(cuts) > 1 else 0
+    c = series.clipped[start:]
+    n = c.size
+    k = np.arange(settings.min_segment, n)
+    total = np.cumsum(c)
+    left = total[k - 1] / k
+    right = (total[-1] - total[k - 1]) / (n - k)
+    gain = k * (n - k) / n * (left - right) ** 2
+    best = int(k[int(np.argmax(gain))])
+    return n - best >= settings.min_segment
 
 
 def _all_evidence(series: _Series, cuts: list[int], settings: DetectSettings) -> dict[int, _Evidence]:
@@ -298,7 +332,9 @@ def _all_evidence(series: _Series, cuts: list[int], settings: DetectSettings) ->
     return {c: _evidence(series, edges[i], c, edges[i + 2], settings) for i, c in enumerate(cuts)}
 
 
-def _report(series: _Series, cuts: list[int], evidence: dict[int, _Evidence], settings: DetectSettings) -> list[ChangePoint]:
+def _report(
+    series: _Series, cuts: list[int], evidence: dict[int, _Evidence], settings: DetectSettings
+) -> list[ChangePoint]:
     edges = [0, *cuts, series.y.size]
     points = []
     for i, c in enumerate(cuts):
