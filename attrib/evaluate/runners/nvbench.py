@@ -54,7 +54,7 @@ def select(found: list[Measurement], nv: NvbenchSpec) -> Measurement | str:
     same = [m for m in found if m.benchmark == nv.benchmark]
     if not same:
         names = ", ".join(dict.fromkeys(m.benchmark for m in found)) or "none"
-        return f"no benchmark '{nv.benchmark}' in NVBench's output (benchmarks seen: {names})"
+        return f"NVBench's output has no state of benchmark '{nv.benchmark}' (benchmarks seen: {names})"
     hits = [m for m in same if all(_axis_matches(m.state.get(k), v) for k, v in nv.axes.items())]
     wanted = " ".join(f"{k}={v}" for k, v in nv.axes.items()) or "(no axes)"
     if len(hits) == 1:
