@@ -4,6 +4,7 @@ Nothing here ran on a GPU (tests/fixtures/nvbench/README.md)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,15 @@ def stage(path: Path, scale: float = 1.0) -> Path:
     return path
 
 
-def make_nvbench_tree(path: Path, commits: int = 8, culprit_at: int = 5, step: float = 1.12) -> NvbenchTree:
+def make_nvbench_tree(
+    path: Path, commits: int = 8, culprit_at: int = 5, step: float = 1.12, broken: tuple[int, int] | None = None
+) -> NvbenchTree:
+    """`broken=(lo, hi)`: commits lo..hi-1 record NVBench JSON of file version 2.0.0, which
+    no reader knows (their benchmark output is malformed); commit hi restores it."""
     stage(path)
+    recorded = (path / "axes_ref.json").read_text()
+    unknown = json.loads(recorded)
+    unknown["meta"]["version"]["json"].update(major=2, string="2.0.0")
     _git(path, "init", "-q", "-b", "main")
     _git(path, "config", "user.email", "t@example.com")
     _git(path, "config", "user.name", "test")
@@ -65,6 +73,10 @@ def make_nvbench_tree(path: Path, commits: int = 8, culprit_at: int = 5, step: f
             (path / "scale.txt").write_text(f"{step}\n")
         else:
             (path / f"note{i}.md").write_text(f"note {i}\n")
+        if broken and broken[0] <= i < broken[1]:
+            (path / "axes_ref.json").write_text(json.dumps(unknown, indent=2) + "\n")
+        elif broken and i == broken[1]:
+            (path / "axes_ref.json").write_text(recorded)
         _git(path, "add", "-A")
         _git(path, "commit", "-q", "-m", "copy: wider loads" if i == culprit_at else f"docs: note {i}")
         if i == culprit_at:
