@@ -210,7 +210,11 @@ def test_malformed_output_in_a_bisection_is_a_skip_never_a_verdict(tmp_path):
     assert result["status"] == "culprit_found"
     assert [c["commit"] for c in result["culprits"]] == [tree.culprit]
     chain = subprocess.run(
-        ["git", "rev-list", "--reverse", f"{tree.good}..{tree.bad}"], cwd=tree.path, check=True, capture_output=True, text=True
+        ["git", "rev-list", "--reverse", f"{tree.good}..{tree.bad}"],
+        cwd=tree.path,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
     rows = {c["commit"]: c for c in result["commits"]}
     broken = [sha for sha in chain[1:4] if sha in rows]

@@ -96,7 +96,9 @@ def test_a_state_on_two_devices_is_ambiguous_until_the_command_picks_one(tmp_pat
         "2 states of 'copy_type_sweep' match T=F32 (Device=0 T=F32, Device=1 T=F32): "
         "name more axes, or one device with -d in the command"
     )
-    one = _runner(tmp_path, [sys.executable, "fake_nvbench.py", "-d", "1"], benchmark="copy_type_sweep", axes={"T": "F32"})
+    one = _runner(
+        tmp_path, [sys.executable, "fake_nvbench.py", "-d", "1"], benchmark="copy_type_sweep", axes={"T": "F32"}
+    )
     res = one.run(checkout)
     assert res.ok, res.error
     assert one.context["device_name"] == "Quadro GP100"

@@ -46,7 +46,11 @@ class GbenchRunner:
         if not res.stdout.strip():
             # libbenchmark prints no JSON at all when the filter matches nothing (and exits 0).
             names = self._listed(checkout)
-            return RunResult((), f"filter {self.gbench.filter!r} matched no benchmark; it must match exactly one (names seen: {_names(names)})", res.duration_s)
+            return RunResult(
+                (),
+                f"filter {self.gbench.filter!r} matched no benchmark; it must match exactly one (names seen: {_names(names)})",
+                res.duration_s,
+            )
         try:
             found = parse_gbench(res.stdout, f"{argv[0]} stdout", GbenchTime(self.gbench.time))
         except FormatError as exc:
@@ -54,7 +58,11 @@ class GbenchRunner:
         if len(found) != 1:
             names = [m.benchmark for m in found] or self._listed(checkout)
             how = f"{len(found)} benchmarks" if found else "no benchmark"
-            return RunResult((), f"filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})", res.duration_s)
+            return RunResult(
+                (),
+                f"filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})",
+                res.duration_s,
+            )
         m = found[0]
         if m.error:
             return RunResult((), f"benchmark '{m.benchmark}' reported error_occurred: {m.error}", res.duration_s)
@@ -64,7 +72,9 @@ class GbenchRunner:
         if isinstance(samples, str):
             return RunResult((), f"benchmark '{m.benchmark}': {samples}", res.duration_s)
         if (bad := first_nonpositive(samples)) is not None:
-            return RunResult((), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", res.duration_s)
+            return RunResult(
+                (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", res.duration_s
+            )
         return RunResult(samples, "", res.duration_s)
 
     def _listed(self, checkout: Path) -> list[str]:

@@ -60,7 +60,9 @@ def select(found: list[Measurement], nv: NvbenchSpec) -> Measurement | str:
     if len(hits) == 1:
         return hits[0]
     seen = [m.context.get("nvbench_state", m.state_label()) for m in (hits or same)]
-    shown = ", ".join(seen[:MAX_STATES_SHOWN]) + (f", ... ({len(seen) - MAX_STATES_SHOWN} more)" if len(seen) > MAX_STATES_SHOWN else "")
+    shown = ", ".join(seen[:MAX_STATES_SHOWN]) + (
+        f", ... ({len(seen) - MAX_STATES_SHOWN} more)" if len(seen) > MAX_STATES_SHOWN else ""
+    )
     if not hits:
         return f"no state of '{nv.benchmark}' has {wanted} (states seen: {shown})"
     return f"{len(hits)} states of '{nv.benchmark}' match {wanted} ({shown}): name more axes, or one device with -d in the command"
@@ -87,7 +89,14 @@ class NvbenchRunner:
     def argv(self, output: str) -> list[str]:
         axes = [a for k, v in self.nv.axes.items() for a in ("-a", axis_option(k, v))]
         out = ["--jsonbin" if self.nv.jsonbin else "--json", output]
-        return [*self.spec.argv(), "-b", self.nv.benchmark, *axes, *out, *stopping_options(self.nv.stopping, self.spec.reps)]
+        return [
+            *self.spec.argv(),
+            "-b",
+            self.nv.benchmark,
+            *axes,
+            *out,
+            *stopping_options(self.nv.stopping, self.spec.reps),
+        ]
 
     def run(self, checkout: Path) -> RunResult:
         output = f"attrib-nvbench-{uuid.uuid4().hex[:12]}.json"
@@ -120,11 +129,21 @@ class NvbenchRunner:
         discarded = nvbench_throttle_discards(res.stdout).get((chosen.benchmark, state), 0)
         excluded = (THROTTLED,) * discarded
         if chosen.skipped:
-            return RunResult((), f"NVBench skipped state '{state}' of '{chosen.benchmark}': {chosen.skipped}", res.duration_s, excluded)
+            return RunResult(
+                (),
+                f"NVBench skipped state '{state}' of '{chosen.benchmark}': {chosen.skipped}",
+                res.duration_s,
+                excluded,
+            )
         if chosen.error:
             return RunResult((), f"state '{state}' of '{chosen.benchmark}': {chosen.error}", res.duration_s, excluded)
         samples = convert(chosen.samples or (chosen.value,), chosen.unit, self.spec.unit)
         assert not isinstance(samples, str)  # NVBench times are seconds; the recipe unit is checked on load
         if (bad := first_nonpositive(samples)) is not None:
-            return RunResult((), f"state '{state}' of '{chosen.benchmark}': sample {bad!r} is not a positive time", res.duration_s, excluded)
+            return RunResult(
+                (),
+                f"state '{state}' of '{chosen.benchmark}': sample {bad!r} is not a positive time",
+                res.duration_s,
+                excluded,
+            )
         return RunResult(samples, "", res.duration_s, excluded)
