@@ -61,3 +61,12 @@ BAD = [
 def test_bad_tool_tables_are_one_line_errors(tmp_path: Path, bench: str, key: str, expected: list[str]) -> None:
     path = write(tmp_path, TOP + BUILD + bench)
     assert_one_line_error(load_error(path), path, key, *expected)
+
+
+@pytest.mark.parametrize("runner", ["gbench", "nvbench"])
+def test_the_worked_recipes_in_the_docs_load(tmp_path: Path, runner: str) -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "recipes.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in docs.split("```toml\n")[1:]]
+    (block,) = [b for b in blocks if f'runner = "{runner}"' in b and b.startswith("schema")]
+    bench = load_recipe(write(tmp_path, block)).benchmark(None)
+    assert bench.runner == runner and (bench.gbench or bench.nvbench) is not None
