@@ -306,6 +306,7 @@ def demo(
             f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build"
         )
         p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
+        typer.echo(f"runner: {p.bench.runner} (benchmark '{p.bench.name}' of {name}; docs/recipes.md lists the runners)")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, TestConfig(), seed, progress, verify="revert")

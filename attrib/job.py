@@ -67,6 +67,14 @@ def plan(
 def make_runner(p: Plan) -> Runner:
     if p.bench.runner == "cupy":
         return CupyRunner(p.bench)
+    if p.bench.runner == "gbench":
+        from attrib.evaluate.runners.gbench import GbenchRunner
+
+        return GbenchRunner(p.executor, p.bench)
+    if p.bench.runner == "nvbench":
+        from attrib.evaluate.runners.nvbench import NvbenchRunner
+
+        return NvbenchRunner(p.executor, p.bench)
     return CommandRunner(p.executor, p.bench)
 
 
