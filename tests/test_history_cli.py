@@ -124,3 +124,17 @@ def _all_commits(repo: Path) -> list[str]:
     import subprocess
 
     return subprocess.run(["git", "-C", str(repo), "rev-list", "--all"], check=True, capture_output=True, text=True).stdout.split()
+
+
+def test_a_compare_json_adds_its_two_commits(tmp_path: Path, tree, demo_recipe: Path):
+    line = first_parent(tree.path)
+    out = tmp_path / "compare.json"
+    res = run_cli("compare", line[STEP - 1], line[STEP], "--repo", tree.path, "--recipe", demo_recipe, "--workdir", tmp_path / "work", "--json", out)
+    assert res.code in (0, 10, 11), res.stderr
+    doc = json.loads(out.read_text())
+    assert set(doc["medians"]) == {line[STEP - 1], line[STEP]} and doc["unit"] == "s"
+    assert _add(tmp_path, tree, out).code == 0
+    store = HistoryStore(tmp_path / "h.db")
+    [series] = store.series("demo")
+    assert (series.benchmark, series.config) == ("loop", {})
+    assert sorted((p.commit, p.value) for p in store.points(series.id)) == sorted(doc["medians"].items())

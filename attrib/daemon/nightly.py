@@ -68,9 +68,12 @@ def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
         raise FlagError("config", "expected a list of KEY=VALUE strings")
     try:
         at = parse_timestamp(data["time"], "time", "", "") if data.get("time") else None
+    except InputError as exc:
+        raise FlagError("time", str(exc).removeprefix("time: ")) from None
+    try:
         pairs = parse_pairs(config, "config")
     except InputError as exc:
-        raise FlagError("time" if "time" in str(exc)[:5] else "config", str(exc)) from None
+        raise FlagError("config", str(exc)) from None
     return project, sources, Options(fmt, data.get("commit"), pairs, at)
 
 

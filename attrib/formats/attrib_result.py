@@ -50,7 +50,7 @@ def parse_attrib_json(text: str, source: str) -> list[ResultRow]:
     benchmark = _text(doc, "benchmark", source, "")
     unit = _text(doc, "unit", source, "")
     try:
-        direction = Direction(doc.get("direction"))
+        direction = Direction(str(doc.get("direction")))
     except ValueError:
         raise IngestError(source, "", "direction", "expected lower or higher") from None
     if kind is AttribDoc.COMPARE:

@@ -62,8 +62,8 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
 
 
 def _row(cells: dict[str, str], extra: list[str], row: str, source: str) -> ResultRow:
-    for name, value in cells.items():
-        if len(value) > MAX_FIELD or "\x00" in value:
+    for name, text in cells.items():
+        if len(text) > MAX_FIELD or "\x00" in text:
             raise IngestError(source, row, name, f"expected at most {MAX_FIELD} characters of text")
     for name in ("commit", "benchmark", "unit"):
         if not cells[name]:

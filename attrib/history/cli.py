@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from attrib.errors import InputError
+from attrib.history.ingest import Options
 
 DEFAULT_DB = Path("attrib-history.db")
 DbOpt = typer.Option(DEFAULT_DB, "--db", envvar="ATTRIB_HISTORY_DB", help="The history file (SQLite).")
@@ -38,9 +39,9 @@ def _read(files: list[Path]) -> list[tuple[str, str]]:
     return out
 
 
-def _options(fmt: str, commit: str | None, config: list[str] | None, when: str | None) -> object:
+def _options(fmt: str, commit: str | None, config: list[str] | None, when: str | None) -> Options:
     from attrib.formats.results_csv import parse_timestamp
-    from attrib.history.ingest import InputFormat, Options
+    from attrib.history.ingest import InputFormat
     from attrib.history.settings import parse_pairs
 
     try:
@@ -76,7 +77,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             line = GitLine(repo)
             name = project or line.repo.path.name
             sources = [SourceFile(n, t) for n, t in _read(files)]
-            for got in ingest(HistoryStore(db), name, sources, opts, line.resolve):  # type: ignore[arg-type]
+            for got in ingest(HistoryStore(db), name, sources, opts, line.resolve):
                 typer.echo(f"{got.name}: " + ("already in the history; nothing added" if got.duplicate else f"{got.rows} results added"))
             return 0
 

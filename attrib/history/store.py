@@ -276,7 +276,7 @@ class HistoryStore:
     # --- reading ------------------------------------------------------------------------------
 
     def series(self, project: str | None = None, ids: Sequence[int] | None = None) -> list[Series]:
-        sql, params = "SELECT * FROM history_series", []
+        sql, params = "SELECT * FROM history_series", list[object]()
         where = []
         if project is not None:
             where.append("project = ?")
@@ -307,7 +307,7 @@ class HistoryStore:
     # --- change points ------------------------------------------------------------------------
 
     def changes(self, series_id: int | None = None, job_id: str | None = None) -> list[Change]:
-        sql, params = "SELECT * FROM history_changes", []
+        sql, params = "SELECT * FROM history_changes", list[object]()
         if series_id is not None:
             sql, params = sql + " WHERE series_id = ?", [series_id]
         elif job_id is not None:
