@@ -45,6 +45,14 @@ class KernelCompileError(AttribError):
         self.log = log
 
 
+class TargetError(InputError):
+    """A --file-issue/--comment-on target (or a flag's file_issue) names no tracker project."""
+
+    def __init__(self, option: str, spec: str, why: str) -> None:
+        super().__init__(f"{option} {spec!r}: {why}")
+        self.spec, self.why = spec, why
+
+
 class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
@@ -54,6 +62,15 @@ class TrackerError(AttribError):
 
 class StateError(AttribError):
     """The daemon's state database cannot be used (locked by another process, not a database)."""
+
+
+class Unauthorized(AttribError):
+    """Missing or wrong signature, token or bearer secret, or a signed time outside the
+    tolerance (HTTP 401); nothing is parsed or stored."""
+
+
+class StateInUse(InputError):
+    """Another daemon holds the --state directory (exit 2); names its pid and address."""
 
 
 class QueueFull(AttribError):

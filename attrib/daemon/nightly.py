@@ -82,7 +82,7 @@ class Nightly:
         self.store = store
         self.settings = settings
         self.history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
-        self.ctx = FlagContext(settings.state, settings.recipes_dir)
+        self.ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
 
     def project(self, name: str) -> ProjectConfig:
         found = self.settings.history.projects.get(name)
@@ -94,7 +94,7 @@ class Nightly:
         """Ingest, detect, flag. BadRows (400) leaves the history as it was."""
         name, files, opts = parse_envelope(body)
         project = self.project(name)
-        repo_path = _local_repo(project.repo, self.settings.state)  # a URL's mirror is fetched: new commits
+        repo_path = _local_repo(project.repo, self.ctx)  # a URL's mirror is fetched: new commits
         line = GitLine(repo_path, project.branch)
         got = ingest(self.history, name, files, opts, line.resolve)
         touched = sorted({sid for g in got for sid in g.series})

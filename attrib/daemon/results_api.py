@@ -1,7 +1,8 @@
 """The daemon's nightly-history routes, included by server.create_app (one call):
 
-  POST /v1/results       X-Attrib-Signature-256 over the raw body, checked by auth.check_signature
-                         (the same check as POST /v1/regressions), before anything is parsed
+  POST /v1/results       X-Attrib-Signature-256 over the raw body, checked by auth.verify_signature
+                         (the same check as POST /v1/regressions), before anything is parsed; the
+                         body is bounded by the server's MAX_BODY_BYTES like every other
   GET  /series           the series view: every series as an SVG with its change points, linked
                          to their bisections; Authorization: Bearer <secret>, or HTTP Basic with
                          the secret as password, so a person can open it in a browser
@@ -22,18 +23,18 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from attrib.daemon.auth import SIGNATURE_HEADER, Unauthorized, check_bearer, check_signature, check_token
+from attrib.daemon.auth import SignaturePolicy, Unauthorized, check_bearer, check_token, verify_signature
 from attrib.daemon.config import Settings
-from attrib.daemon.flags import _is_url, mirror_path
+from attrib.daemon.flags import mirror_path
 from attrib.daemon.nightly import Nightly
 from attrib.daemon.store import Store
-from attrib.errors import BadRows, FlagError, IngestError, RepoError
+from attrib.errors import BadRows, IngestError, RepoError
+from attrib.gitrepo import is_git_url
 from attrib.history.order import GitLine, ordered
 from attrib.history.plot import Mark, series_svg
 from attrib.history.projects import ProjectConfig
 from attrib.history.store import Change, FlagState, Series
 
-MAX_RESULTS_BYTES = 32 << 20  # a night of a few thousand benchmarks in gbench JSON, with room
 _SVG_RE = re.compile(r"^([0-9]{1,12})\.svg$")
 
 
@@ -60,15 +61,13 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
             return JSONResponse({"error": str(exc)}, status_code=401, headers={"WWW-Authenticate": 'Basic realm="attrib"'})
         return None
 
+    policy = SignaturePolicy(settings.secret, settings.signature_tolerance_s, settings.allow_legacy_signature)
+
     @app.post("/v1/results")
     async def results(request: Request) -> Response:
-        length = request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > MAX_RESULTS_BYTES:
-            raise FlagError("body", f"larger than {MAX_RESULTS_BYTES} bytes")
-        body = await request.body()
-        if len(body) > MAX_RESULTS_BYTES:
-            raise FlagError("body", f"larger than {MAX_RESULTS_BYTES} bytes")
-        check_signature(request.headers.get(SIGNATURE_HEADER), body, settings.secret, SIGNATURE_HEADER)
+        body = await request.body()  # bounded by server.BoundedBodies, like every route's
+        # No replay memory needed: the same body again adds nothing (ingestion is idempotent).
+        verify_signature(request.headers, body, policy)
         try:
             answer = await run_in_threadpool(nightly.receive, body)
         except BadRows as exc:
@@ -97,7 +96,7 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
 
 def _line(project: ProjectConfig, settings: Settings) -> list[str]:
     """The branch's first-parent line as the daemon last fetched it (a page view fetches nothing)."""
-    path = mirror_path(project.repo, settings.state) if _is_url(project.repo) else Path(project.repo)
+    path = mirror_path(project.repo, settings.state) if is_git_url(project.repo) else Path(project.repo)
     try:
         return GitLine(path, project.branch).line()
     except RepoError:
