@@ -58,7 +58,7 @@ MIN_AFTER = 5
 MEAN_SEGMENT = 150
 LATENCY_CONTEXT = 200
 LATENCY_MAX = 40
-NIGHTLY_MAX_N = 500  # a night-by-night run costs n detect calls
+NIGHTLY_MAX_N = 300  # a night-by-night run costs n detect calls
 SETTINGS = DetectSettings()
 
 
@@ -75,12 +75,12 @@ class Family:
 
 FAMILIES = (
     *(
-        Family(f"null {m}", m, 0.0, 60, 6, nightly=4)
+        Family(f"null {m}", m, 0.0, 60, 6, nightly=20)
         for m in ("gaussian", "spikes", "bimodal", "heavy", "drift", "gaps")
     ),
     Family("steps 1 sigma", "gaussian", 1.0, 40, 4),
     Family("steps 2 sigma", "gaussian", 2.0, 40, 4),
-    Family("steps 3 sigma", "gaussian", 3.0, 40, 4, latency=30, nightly=4),
+    Family("steps 3 sigma", "gaussian", 3.0, 40, 4, latency=30, nightly=10),
     Family("steps 5 sigma", "gaussian", 5.0, 40, 4, latency=30),
     *(
         Family(f"steps 3 sigma, {m}", m, 3.0, 40, 4, latency=15)
@@ -194,15 +194,6 @@ def _pool_map(fn, tasks, workers):
         return [fn(t) for t in tasks]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         return pool.map(fn, tasks, chunksize=1)
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def summarise(batch: list[tuple], latency: list[tuple], nightly: list[tuple], families, names) -> tuple[str, dict]:

@@ -15,7 +15,8 @@ The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
    within CLIP_SCALES of that scale around a running median of 2 x min_segment + 1 nights,
    so a spike weighs at most as much as a 3-sigma night and cannot make a segment of its
    own. The variance the cost sees is re-estimated on the clipped values (half the mean
-   squared successive difference).
+   squared successive difference) and raised to its 80 % upper confidence bound, so that a
+   short history, whose scale is poorly known, does not look quieter than it is.
 3. Decided change points (`decided`) split the series into free stretches; they are never
    moved or dropped. In each free stretch, PELT (optimal partitioning with pruning, Killick
    et al. 2012) with the L2 cost and segments of at least `min_segment` points. Adding one
@@ -52,6 +53,7 @@ from enum import StrEnum
 from statistics import NormalDist
 
 import numpy as np
+from scipy.special import chdtri  # as in attrib.core.stats: scipy.stats costs a second of start-up
 
 from attrib.core.model import Direction
 
@@ -61,6 +63,8 @@ DEFAULT_ALPHA = 0.001  # per look and free stretch; nightly looks share most dat
 DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
 DEFAULT_LEVEL = 0.95
 CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
+SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper bound: a short history must not look quiet
+NEWEST_ALPHA_SHARE = 0.2  # see _passes: the tail is looked at once a night
 SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
 
 _NORMAL = NormalDist()
@@ -227,7 +231,9 @@ class _Series:
             level = running_median(self.y, settings.min_segment)
             band = CLIP_SCALES * max(robust, floor)
             self.clipped = np.clip(self.y, level - band, level + band)
-            self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2), floor)
+            dof = self.y.size - 1
+            inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
+            self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2) * inflate, floor)
         else:
             self.clipped, self.sigma = self.y.copy(), floor
 
@@ -259,9 +265,17 @@ def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectS
     return _Evidence(shift, p, before, after)
 
 
-def _passes(series: _Series, ev: _Evidence, settings: DetectSettings) -> bool:
+def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bool) -> bool:
+    """Significant, and big enough to matter even one standard error below its estimate: PELT
+    put the cut where the local difference peaks, so the estimate there is biased upwards
+    (under slow drift, by about half a noise sigma in benchmarks/RESULTS-detect.md).
+    The newest change is tested again every night on a few more points, so it must pass a
+    stricter level (NEWEST_ALPHA_SHARE x alpha): its false alerts add up over the looks."""
+    alpha = settings.alpha * (NEWEST_ALPHA_SHARE if newest else 1.0)
     base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
-    return ev.p_value <= settings.alpha and abs(series.pct(ev.shift.shift, base)) >= settings.min_change_pct
+    se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
+    cautious = math.copysign(max(abs(ev.shift.shift) - se, 0.0), ev.shift.shift)
+    return ev.p_value <= alpha and abs(series.pct(cautious, base)) >= settings.min_change_pct
 
 
 # --- the entry point ------------------------------------------------------------------------
@@ -295,7 +309,7 @@ def detect(
         failing = [
             (ev.p_value, -abs(ev.shift.shift), c)
             for c, ev in evidence.items()
-            if c not in fixed and not _passes(series, ev, settings)
+            if c not in fixed and not _passes(series, ev, settings, newest=c == ordered[-1])
         ]
         if not failing:
             last = ordered[-1] if ordered else None
