@@ -405,6 +405,11 @@ from attrib.daemon.cli_client import register as _register_daemon  # noqa: E402
 
 _register_daemon(app, _guard)
 
+# The nightly history and change-point detection (issue 14): their own module too.
+from attrib.history.cli import register as _register_history  # noqa: E402
+
+_register_history(app, _guard)
+
 
 @app.callback(invoke_without_command=True)
 def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:

@@ -68,6 +68,14 @@ class ImageBuildError(AttribError):
     """An image could not be built (the message says which step and why)."""
 
 
+class TargetError(InputError):
+    """A --file-issue/--comment-on target (or a flag's file_issue) names no tracker project."""
+
+    def __init__(self, option: str, spec: str, why: str) -> None:
+        super().__init__(f"{option} {spec!r}: {why}")
+        self.spec, self.why = spec, why
+
+
 class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
@@ -81,6 +89,15 @@ class ResponseTooLarge(TrackerError):
 
 class StateError(AttribError):
     """The daemon's state database cannot be used (locked by another process, not a database)."""
+
+
+class Unauthorized(AttribError):
+    """Missing or wrong signature, token or bearer secret, or a signed time outside the
+    tolerance (HTTP 401); nothing is parsed or stored."""
+
+
+class StateInUse(InputError):
+    """Another daemon holds the --state directory (exit 2); names its pid and address."""
 
 
 class QueueFull(AttribError):
@@ -134,3 +151,30 @@ class FormatError(InputError):
 def _one_line(text: str) -> str:
     # A benchmark name is whatever the tree under test printed; keep the message on one line.
     return text.replace("\r", "\\r").replace("\n", "\\n")
+# --- nightly history (issue 14) --------------------------------------------------------------
+
+
+class IngestError(InputError):
+    """A results file for the history has a bad row: one line naming the file, the row (1-based
+    data row, or the JSON path) and the field, and what was expected. Nothing of the file is
+    stored when any row is bad."""
+
+    def __init__(self, source: object, row: str, field: str, expected: str) -> None:
+        where = [str(source)] + ([f"row {row}"] if row else []) + ([f"field '{field}'"] if field else [])
+        super().__init__(": ".join(where) + f": {expected}".replace("\n", "\\n"))
+        self.source, self.row, self.field = source, row, field
+
+
+class BadRows(InputError):
+    """Every bad row of the files given, one IngestError line each (at most MAX_SHOWN), so a
+    CI job sees all its mistakes at once; nothing of any file was stored."""
+
+    MAX_SHOWN = 50
+
+    def __init__(self, errors: list[IngestError], parsed: list[object] | None = None) -> None:
+        lines = [str(e) for e in errors[: self.MAX_SHOWN]]
+        self.parsed = parsed or []  # the rows that did parse: their commits are checked too
+        if len(errors) > self.MAX_SHOWN:
+            lines.append(f"... and {len(errors) - self.MAX_SHOWN} more bad rows")
+        super().__init__("\n".join(lines))
+        self.errors = errors

@@ -8,8 +8,10 @@ mirror: the user's working tree, index and even `.git/worktrees` stay exactly as
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import git
@@ -25,6 +27,62 @@ _REV_RE = re.compile(r"^[A-Za-z0-9_./@^~{}:+=-]{1,256}$")
 def validate_revision_text(rev: str) -> None:
     if not _REV_RE.match(rev) or rev.startswith("-"):
         raise RepoError(f"revision {rev!r}: not a valid revision name")
+
+
+# Repositories attrib may clone from a URL that came over the network (the daemon's flags):
+# plain transports only. git's ext:: (runs a command) and anything starting with '-' (an
+# option) never reach git; GIT_ALLOW_PROTOCOL enforces the same list inside git (redirects,
+# alternates, submodules). file:// reads what a local path could read anyway. Plain http://
+# brings code in cleartext that is then built and run: only where a setting allows it.
+_URL_RE = re.compile(r"^(https?|ssh|git|file)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
+_PROTOCOLS = ("https", "ssh", "git", "file")
+
+
+def is_git_url(text: str) -> bool:
+    """A URL form git may fetch (scheme://... or scp-like user@host:path), not a local path."""
+    return bool(_URL_RE.match(text))
+
+
+def allowed_protocols(allow_http: bool) -> str:
+    """The value of GIT_ALLOW_PROTOCOL for fetching flagged URLs."""
+    return ":".join((*_PROTOCOLS, *(("http",) if allow_http else ())))
+
+
+def check_git_url(url: str, allow_http: bool) -> None:
+    if url.startswith("http://") and not allow_http:
+        raise RepoError(
+            f"{url}: plain http:// is refused (the code would arrive in cleartext and then be built and run);"
+            " use https://, ssh or git, or allow http repositories in the daemon's settings"
+        )
+
+
+def git_failure_line(stderr: str, returncode: int) -> str:
+    """The line of git's stderr that says what went wrong: its first `fatal:`/`error:` line
+    (the last one is often only "and the repository exists.")."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        for prefix in ("fatal: ", "error: "):
+            if ln.startswith(prefix):
+                return ln[len(prefix) :]
+    return lines[0] if lines else f"git exited with {returncode}"
+
+
+def mirror_url(url: str, dest: Path, timeout_s: float, allow_http: bool = False) -> None:
+    """Clone `url` as a bare mirror at `dest`, or fetch into the one already there. The caller
+    holds a lock on `dest`; RepoError in one line naming the URL when git cannot."""
+    check_git_url(url, allow_http)
+    if (dest / "HEAD").exists():
+        argv = ["git", "-C", str(dest), "fetch", "--prune", "--quiet", "origin"]
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        argv = ["git", "clone", "--mirror", "--quiet", "--", url, str(dest)]
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": allowed_protocols(allow_http)}
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise RepoError(f"{url}: fetching timed out after {timeout_s:g} s") from None
+    if proc.returncode != 0:
+        raise RepoError(f"{url}: cannot fetch: {git_failure_line(proc.stderr, proc.returncode)}")
 
 
 class GitRepo:

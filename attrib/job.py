@@ -3,6 +3,7 @@ daemon) call. Everything the user can get wrong is checked before anything is wr
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -209,7 +210,13 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
     with opened(p) as tools:
         engine = Bisection(p.repo, tools.builder, tools.runner, p.bench, config, seed, events)
         comp = engine.compare(p.bad, p.good, Purpose.COMPARE)
-    return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}
+    # medians, unit and direction: a comparison is a pair of history points (formats/attrib_result.py)
+    records = engine.evaluation.records
+    medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
+    return {
+        "schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction),
+        "unit": p.bench.unit, "direction": p.bench.direction.value, "medians": medians,
+    }  # fmt: skip
 
 
 def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:

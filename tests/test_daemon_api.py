@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from attrib.daemon.auth import sign
+from attrib.daemon.auth import github_signature, sign
 from attrib.daemon.config import Settings
 from attrib.daemon.server import create_app
 from attrib.daemon.store import Store
@@ -211,7 +211,8 @@ def test_duplicates_by_sha_and_the_queue_bound(settings: Settings, repo):
         assert daemon.flag(good_flag(repo, bad=5))[0] == 202
         status, full, headers = daemon.flag(good_flag(repo, bad=6))
         assert status == 429 and "queue is full" in full["error"] and headers["retry-after"] == "30"
-        assert daemon.flag(good_flag(repo, bad=5))[0] == 202  # a duplicate adds no work: still accepted
+        # (another source: the same body signed in the same second would be a replay of the first)
+        assert daemon.flag(good_flag(repo, bad=5, source="again"))[0] == 202  # a duplicate adds no work: still accepted
         counts = daemon.store.counts()
         assert counts["jobs"] == 2 and counts["flags"] == 4
 
@@ -245,15 +246,15 @@ def test_github_check_run_webhook(daemon: Daemon, repo):
         },
     }
     body = json.dumps(payload).encode()
-    hook = {"X-GitHub-Event": "check_run", "X-Hub-Signature-256": sign(body, SECRET)}
+    hook = {"X-GitHub-Event": "check_run", "X-Hub-Signature-256": github_signature(body, SECRET)}
     assert daemon.post("/v1/webhooks/github", body, {"X-GitHub-Event": "check_run"})[0] == 401
-    assert daemon.post("/v1/webhooks/github", body, {**hook, "X-Hub-Signature-256": sign(body + b"x", SECRET)})[0] == 401
+    assert daemon.post("/v1/webhooks/github", body, {**hook, "X-Hub-Signature-256": github_signature(body + b"x", SECRET)})[0] == 401
     assert daemon.store.counts()["flags"] == 0
     status, answer, _ = daemon.post("/v1/webhooks/github", body, hook)
     assert status == 202 and answer["duplicate_of"] is None
     passed = json.dumps({**payload, "check_run": {**payload["check_run"], "conclusion": "success"}}).encode()
     status, answer, _ = daemon.post(
-        "/v1/webhooks/github", passed, {"X-GitHub-Event": "check_run", "X-Hub-Signature-256": sign(passed, SECRET)}
+        "/v1/webhooks/github", passed, {"X-GitHub-Event": "check_run", "X-Hub-Signature-256": github_signature(passed, SECRET)}
     )
     assert status == 200 and answer["id"] is None and "only completed failures" in answer["ignored"]
     assert daemon.store.counts()["flags"] == 1
@@ -280,7 +281,8 @@ def test_burst_of_signed_flags_with_duplicates(daemon: Daemon, repo):
     """A few hundred signed flags from several threads, 10 distinct ranges: every one accepted
     and stored, one job per range. (benchmarks/daemon_burst.py measures the rate and memory.)"""
     distinct = [good_flag(repo, bad=b) for b in range(2, 12)]
-    flags = [distinct[i % len(distinct)] for i in range(200)]
+    # Each flag its own source: the same body signed in the same second would be one request (a replay).
+    flags = [{**distinct[i % len(distinct)], "source": f"burst {i}"} for i in range(200)]
     with ThreadPoolExecutor(max_workers=6) as pool:
         answers = list(pool.map(daemon.flag, flags))
     assert [a[0] for a in answers] == [202] * len(flags), {a[0] for a in answers}

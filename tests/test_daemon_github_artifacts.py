@@ -27,7 +27,7 @@ from test_daemon_api import SECRET, Daemon, good_flag, running
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 from test_daemon_api import settings as settings  # noqa: F401
 
-from attrib.daemon.auth import sign
+from attrib.daemon.auth import github_signature
 from attrib.daemon.config import Settings
 
 TOKEN = "ghs_test-token-0123456789abcdef"
@@ -151,7 +151,7 @@ def event(run_id: int = RUN, conclusion: str = "failure", action: str = "complet
 
 def send(daemon: Daemon, payload: dict[str, Any], signed: bool = True) -> tuple[int, dict[str, Any]]:
     body = json.dumps(payload).encode()
-    headers = {"X-GitHub-Event": "workflow_run", **({"X-Hub-Signature-256": sign(body, SECRET)} if signed else {})}
+    headers = {"X-GitHub-Event": "workflow_run", **({"X-Hub-Signature-256": github_signature(body, SECRET)} if signed else {})}
     status, answer, _ = daemon.post("/v1/webhooks/github", body, headers)
     return status, answer
 
@@ -167,7 +167,10 @@ def test_failed_run_with_a_flag_artifact_is_queued_once(daemon: Daemon, github: 
     # The token went to the API only; the storage host was asked without it and answered.
     assert {s.authorization for s in github.by("api")} == {f"Bearer {TOKEN}"}
     assert [(s.path.split("?")[0], s.authorization) for s in github.by("storage")] == [("/blob/7", None)]
-    status, second = send(daemon, event())  # GitHub redelivers, or a re-run fails the same way
+    asked = len(github.by("api"))
+    status, again = send(daemon, event())  # GitHub redelivers the same event: a replay
+    assert status == 202 and again == first and len(github.by("api")) == asked  # the first answer, GitHub not asked
+    status, second = send(daemon, event(run_attempt=2))  # a re-run fails the same way: merged into the job
     assert status == 202 and second["duplicate_of"] == first["id"] == second["id"]
     counts = daemon.store.counts()
     assert counts["jobs"] == 1 and counts["flags"] == 2
@@ -277,7 +280,7 @@ def test_unsigned_or_wrongly_signed_events_are_401_and_github_is_not_asked(daemo
     github.add(RUN, 14, zip_of({"flag.json": json.dumps(good_flag(repo)).encode()}))
     assert send(daemon, event(), signed=False)[0] == 401
     body = json.dumps(event()).encode()
-    bad = {"X-GitHub-Event": "workflow_run", "X-Hub-Signature-256": sign(body, "not-the-secret-0123456789")}
+    bad = {"X-GitHub-Event": "workflow_run", "X-Hub-Signature-256": github_signature(body, "not-the-secret-0123456789")}
     assert daemon.post("/v1/webhooks/github", body, bad)[0] == 401
     assert github.seen == [] and daemon.store.counts()["flags"] == 0
 

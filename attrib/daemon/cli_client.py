@@ -25,7 +25,7 @@ from attrib.errors import ClientError, InputError
 DEFAULT_URL = "http://127.0.0.1:8765"
 REQUEST_TIMEOUT_S = 60.0  # submission validates the flag (git, maybe a fetch) before answering
 
-UrlOpt = typer.Option(None, "--url", envvar="ATTRIB_URL", help=f"The daemon's address [default: {DEFAULT_URL}].")
+UrlOpt = typer.Option(None, "--url", envvar="ATTRIB_URL", help=f"The daemon's address (default: {DEFAULT_URL}).")
 SecretFileOpt = typer.Option(
     None, "--secret-file", envvar="ATTRIB_SECRET_FILE", help="File holding the shared secret (or set ATTRIB_SECRET)."
 )
@@ -90,19 +90,19 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
     def daemon(
         state: Path | None = typer.Option(None, "--state", help="Directory of the database, work dirs and reports."),
         secret_file: Path | None = typer.Option(None, "--secret-file", help="File holding the shared secret."),
-        host: str | None = typer.Option(None, "--host", help="Address to listen on [default: 127.0.0.1]."),
-        port: int | None = typer.Option(None, "--port", help="Port [default: 8765; 0: any free port]."),
-        workers: int | None = typer.Option(None, "--workers", help="Bisections run at once [default: 1; 0: only accept and queue]."),
-        executor: str | None = typer.Option(None, "--executor", help="local or docker [default: local]."),
+        host: str | None = typer.Option(None, "--host", help="Address to listen on (default: 127.0.0.1)."),
+        port: int | None = typer.Option(None, "--port", help="Port (default: 8765; 0: any free port)."),
+        workers: int | None = typer.Option(None, "--workers", help="Bisections run at once (default: 1; 0: only accept and queue)."),
+        executor: str | None = typer.Option(None, "--executor", help="local or docker (default: local)."),
         recipes_dir: Path | None = typer.Option(
-            None, "--recipes-dir", help="Flags name recipes under this directory [default: the current one]."
+            None, "--recipes-dir", help="Flags name recipes under this directory (default: the current one).",
         ),
-        max_queue: int | None = typer.Option(None, "--max-queue", help="Queued jobs before new flags get 429 [default: 100]."),
+        max_queue: int | None = typer.Option(None, "--max-queue", help="Queued jobs before new flags get 429 (default: 100)."),
         github_api_url: str | None = typer.Option(
-            None, "--github-api-url", help="GitHub's REST API, for workflow_run artifacts [default: $GITHUB_API_URL or api.github.com]."
+            None, "--github-api-url", help="GitHub's REST API, for workflow_run artifacts (default: $GITHUB_API_URL or api.github.com).",
         ),
         github_token_file: Path | None = typer.Option(
-            None, "--github-token-file", help="File holding a GitHub token with actions:read [default: $GITHUB_TOKEN]."
+            None, "--github-token-file", help="File holding a GitHub token with actions:read (default: $GITHUB_TOKEN).",
         ),
         config: Path | None = typer.Option(None, "--config", help="TOML file with the same settings (docs/daemon.md)."),
     ) -> None:

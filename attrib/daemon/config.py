@@ -13,6 +13,10 @@ max_queue = 100
 lease_s = 30
 github_api_url = "https://api.github.com"   # default: $GITHUB_API_URL, else this
 github_token_file = "/etc/attrib/github-token"   # default: $GITHUB_TOKEN (actions:read)
+signature_tolerance_s = 300      # signed timestamps this far from our clock are refused
+allow_legacy_signature = false   # accept the old sha256= form (no timestamp) during a migration
+allow_http_repos = false         # fetch plain http:// repository URLs (cleartext code we then build)
+[history]   # nightly results: projects, repositories, benchmark -> recipe (attrib/history/projects.py)
 ```
 """
 
@@ -24,9 +28,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from attrib.daemon.auth import DEFAULT_TOLERANCE_S
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
 from attrib.errors import InputError, RecipeError
 from attrib.evaluate.executors import EXECUTORS
+from attrib.history.projects import HistoryConfig, parse_history
 
 DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
 DEFAULT_PORT = 8765
@@ -52,6 +58,10 @@ class Settings:
     # token is read from the file (or the environment) when it is needed, never kept here.
     github_api_url: str = DEFAULT_GITHUB_API
     github_token_file: Path | None = None
+    signature_tolerance_s: float = DEFAULT_TOLERANCE_S
+    allow_legacy_signature: bool = False
+    allow_http_repos: bool = False
+    history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
 
     @property
     def db_path(self) -> Path:
@@ -75,6 +85,10 @@ _KEYS: dict[str, type] = {
     "busy_timeout_s": float,
     "github_api_url": str,
     "github_token_file": Path,
+    "signature_tolerance_s": float,
+    "allow_legacy_signature": bool,
+    "allow_http_repos": bool,
+    "history": dict,
 }
 
 
@@ -90,10 +104,16 @@ def read_config(path: Path) -> dict[str, Any]:
         if key not in _KEYS:
             raise RecipeError(path, key, f"unknown key; expected one of: {', '.join(_KEYS)}")
         kind = _KEYS[key]
-        if kind is Path:
+        if key == "history":
+            out[key] = parse_history(path, value)
+        elif kind is Path:
             if not isinstance(value, str):
                 raise RecipeError(path, key, "expected a path string")
             out[key] = (path.parent / value).resolve()
+        elif kind is bool:
+            if not isinstance(value, bool):
+                raise RecipeError(path, key, "expected true or false")
+            out[key] = value
         elif kind is float:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise RecipeError(path, key, "expected a number")
@@ -145,8 +165,9 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     for key, low in (("workers", 0), ("max_queue", 1), ("port", 0)):
         if key in merged and merged[key] < low:
             raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
-    if merged.get("lease_s", DEFAULT_LEASE_S) <= 0:
-        raise InputError(f"lease_s {merged['lease_s']}: expected a positive number of seconds")
+    for key, default in (("lease_s", DEFAULT_LEASE_S), ("signature_tolerance_s", DEFAULT_TOLERANCE_S)):
+        if merged.get(key, default) <= 0:
+            raise InputError(f"{key} {merged[key]}: expected a positive number of seconds")
     known = {f.name for f in fields(Settings)}
     values = {k: v for k, v in merged.items() if k in known}
     values["state"] = Path(values["state"]).resolve()

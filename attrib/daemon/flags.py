@@ -9,39 +9,38 @@ ATTRIB_FLAG variable of a GitLab pipeline), or a failed GitHub workflow run name
 Revisions are checked as revision text (gitrepo.validate_revision_text: no leading '-', no
 whitespace) before git sees them, then resolved to full shas: duplicates are found by sha, so
 `main~3` and its sha flagged twice are one job. Git runs as argv lists, never through a shell.
+A JSON body is checked for nesting before the parser sees it (the parser recurses); the
+filing target with the tracker's own parser (and the forge's naming rules), at the door.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attrib.daemon.store import NewJob
-from attrib.errors import FlagError, InputError, RepoError
+from attrib.errors import FlagError, InputError, RepoError, TargetError
 from attrib.fsutil import file_lock
-from attrib.gitrepo import GitRepo, validate_revision_text
+from attrib.gitrepo import GitRepo, is_git_url, mirror_url, validate_revision_text
 from attrib.recipe import load_recipe
+from attrib.tracker import parse_target
 
 _DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 FIELDS = ("repo", "good", "bad", "recipe", "benchmark", "source", "file_issue")
 REQUIRED = ("repo", "good", "bad", "recipe")
 MAX_TEXT = 2000  # characters of any one field: a flag is small
+FREE_TEXT = ("source",)  # fields that are prose: surrounding whitespace is trimmed, not refused
 FETCH_TIMEOUT_S = 600.0  # cloning or fetching a flagged git URL
-
-# Repositories the daemon may clone: plain transports only. git's ext:: (runs a command) and
-# anything starting with '-' (an option) never reach git; GIT_ALLOW_PROTOCOL enforces the same
-# list inside git (redirects, alternates). file:// reads what a local path could read anyway.
-ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
-_URL_RE = re.compile(r"^(https?|ssh|git|file)://[A-Za-z0-9._~:@%+/-]+$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/+-]+$")
-# The sinks of the reporting issue (issue 6): github:OWNER/REPO, gitlab:GROUP/PROJECT, dir:PATH.
-_SINK_RE = re.compile(r"^(github|gitlab):[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$|^dir:[^\x00-\x1f]+$")
+# Nesting of a JSON body: a flag is 1 deep, GitHub's and GitLab's payloads under 10. The limit
+# is checked on the bytes, before json.loads, whose recursion would otherwise end in a
+# RecursionError (a 500) for a body of 10,000 brackets.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _GITHUB_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 FLAG_BLOCK_RE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
 
@@ -52,9 +51,27 @@ class FlagContext:
 
     state: Path
     recipes_dir: Path
+    allow_http: bool = False  # plain http:// repository URLs (gitrepo.check_git_url)
+
+
+def json_depth(body: bytes) -> int:
+    """The deepest nesting of arrays and objects in `body`, counted outside strings, without
+    parsing (malformed JSON gets a number too; the parser refuses it afterwards)."""
+    depth = deepest = 0
+    for m in re.finditer(rb"[\[\]{}]", _JSON_STRING.sub(b'""', body)):
+        if m.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break  # enough to refuse it
+        else:
+            depth -= 1
+    return deepest
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise FlagError("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -72,9 +89,16 @@ def _text(flag: dict[str, Any], name: str, required: bool) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise FlagError(name, "expected a non-empty string")
-    if len(value) > MAX_TEXT or "\x00" in value:
-        raise FlagError(name, f"expected at most {MAX_TEXT} characters of text")
-    return value.strip()
+    if len(value) > MAX_TEXT:
+        raise FlagError(name, f"expected at most {MAX_TEXT} characters, got {len(value)}")
+    if "\x00" in value:
+        raise FlagError(name, "contains a NUL character")
+    if name in FREE_TEXT:
+        return value.strip()
+    if value != value.strip():
+        # A name with a trailing newline is a CI's quoting slip; guessing what was meant is not ours.
+        raise FlagError(name, f"{value!r}: expected no leading or trailing whitespace")
+    return value
 
 
 def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
@@ -91,11 +115,8 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
             validate_revision_text(rev)
         except RepoError as exc:
             raise FlagError(name, str(exc)) from None
-    if file_issue is not None and not _SINK_RE.match(file_issue):
-        raise FlagError("file_issue", "expected github:OWNER/REPO, gitlab:GROUP/PROJECT or dir:NAME")
-    if file_issue is not None and file_issue.startswith("dir:") and not _DIR_NAME_RE.fullmatch(file_issue[4:]):
-        # a flag comes over the network: it may name a folder under --state/filed, never a path
-        raise FlagError("file_issue", "dir: takes a plain name (letters, digits, . _ -), filed under --state/filed/")
+    if file_issue is not None:
+        _check_file_issue(file_issue)
     recipe_path = _recipe_path(recipe_text, ctx.recipes_dir)
     try:
         recipe = load_recipe(recipe_path)
@@ -105,7 +126,7 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
         bench = recipe.benchmark(bench_name)
     except InputError as exc:
         raise FlagError("benchmark", str(exc)) from None
-    repo_path = _local_repo(repo_text, ctx.state)
+    repo_path = _local_repo(repo_text, ctx)
     try:
         repo = GitRepo(repo_path)
     except RepoError as exc:
@@ -121,7 +142,7 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
     if not repo.is_ancestor(shas["good"], shas["bad"]):
         raise FlagError("good", f"{good_rev} ({shas['good'][:10]}) is not an ancestor of bad {bad_rev} ({shas['bad'][:10]})")
     return NewJob(
-        repo=repo_text if _is_url(repo_text) else str(repo.path),
+        repo=repo_text if is_git_url(repo_text) else str(repo.path),
         repo_path=str(repo.path),
         good=shas["good"],
         bad=shas["bad"],
@@ -146,37 +167,39 @@ def _recipe_path(text: str, recipes_dir: Path) -> Path:
     return path
 
 
-def _is_url(text: str) -> bool:
-    return bool(_URL_RE.match(text))
+def _check_file_issue(spec: str) -> None:
+    """The tracker's own parser, so what is accepted here is what filing can use."""
+    try:
+        target = parse_target(spec)
+    except TargetError as exc:
+        raise FlagError("file_issue", f"{spec!r}: {exc.why.replace('dir:PATH', 'dir:NAME')}") from None
+    if target.kind == "dir" and not _DIR_NAME_RE.fullmatch(target.project):
+        # a flag comes over the network: it may name a folder under --state/filed, never a path
+        raise FlagError("file_issue", "dir: takes a plain name (letters, digits, . _ -), filed under --state/filed/")
 
 
-def _local_repo(text: str, state: Path) -> Path:
+def mirror_path(text: str, state: Path) -> Path:
+    """Where the daemon keeps its mirror of the git URL `text` (the series page reads it unfetched)."""
+    return state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+
+
+def _local_repo(text: str, ctx: FlagContext) -> Path:
     """A local path as is; a git URL is cloned (once) into --state/repos and fetched on each flag."""
     if text.startswith("-"):
         raise FlagError("repo", f"{text!r}: expected a local path or a git URL")
-    if not _is_url(text):
+    if not is_git_url(text):
         if "://" in text or "::" in text:
             raise FlagError("repo", f"{text!r}: expected a local path or an https, ssh, git or file URL")
         path = Path(text)
         if not path.is_absolute():
             raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
         return path
-    dest = state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
-    with file_lock(state / "locks" / f"{dest.name}.lock"):
-        if (dest / "HEAD").exists():
-            argv = ["git", "-C", str(dest), "fetch", "--prune", "--quiet", "origin"]
-        else:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            argv = ["git", "clone", "--mirror", "--quiet", "--", text, str(dest)]
+    dest = mirror_path(text, ctx.state)
+    with file_lock(ctx.state / "locks" / f"{dest.name}.lock"):
         try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS}
-            )
-        except subprocess.TimeoutExpired:
-            raise FlagError("repo", f"{text}: fetching timed out after {FETCH_TIMEOUT_S:g} s") from None
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-            raise FlagError("repo", f"{text}: cannot fetch: {tail[0]}")
+            mirror_url(text, dest, FETCH_TIMEOUT_S, ctx.allow_http)
+        except RepoError as exc:
+            raise FlagError("repo", str(exc)) from None
     return dest
 
 

@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from typing import Any
 
-from attrib.daemon.flags import WorkflowRun
+from attrib.daemon.flags import MAX_JSON_DEPTH, WorkflowRun, json_depth
 from attrib.errors import FlagError, ResponseTooLarge, TrackerError, UpstreamError
 from attrib.tracker.http import HttpClient, Sleep
 
@@ -125,6 +125,8 @@ def flag_from_zip(data: bytes) -> dict[str, Any]:
         raise FlagError(ARTIFACT_NAME, f"not a readable zip ({exc})") from None
     if len(raw) > MAX_FLAG_BYTES:
         raise FlagError(ARTIFACT_NAME, f"{MEMBER_NAME} is larger than {MAX_FLAG_BYTES} bytes")
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise FlagError(ARTIFACT_NAME, f"{MEMBER_NAME}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         flag = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -1,14 +1,19 @@
 """The daemon's HTTP API (FastAPI on uvicorn) and `serve`, which runs it with the workers.
 
-Authentication happens on the raw bytes before anything is parsed or stored:
-  POST /v1/regressions       X-Attrib-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>
-  POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header, same scheme); a failed
-                             workflow_run makes the daemon fetch the run's attrib-flag artifact
+Every body is read by bodies.BoundedBodies first (at most MAX_BODY_BYTES from any framing,
+a bounded number at once); authentication happens on those raw bytes before anything is parsed
+or stored (auth.py):
+  POST /v1/results           same signature; nightly results (results_api.py, with GET /series)
+  POST /v1/regressions       X-Attrib-Signature-256: t=<unix>,v1=<hex HMAC-SHA256("<t>.<body>")>
+  POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header); a failed workflow_run
+                             makes the daemon fetch the run's attrib-flag artifact
                              (github_artifacts.py) only after this check
   POST /v1/webhooks/gitlab   X-Gitlab-Token: <secret>
   GET ..., POST .../cancel   Authorization: Bearer <secret>
-every comparison with hmac.compare_digest. The interactive docs (/docs, /openapi.json) are off:
-they would be the only unauthenticated routes.
+every comparison with hmac.compare_digest. An authentic request already accepted (a replay) is
+answered from the store with the first answer, before any validation. The interactive docs
+(/docs, /openapi.json) are off: they would be the only unauthenticated routes. `serve` holds
+the state directory's lock (owner.py) for the daemon's life.
 """
 
 from __future__ import annotations
@@ -17,13 +22,11 @@ import asyncio
 import html
 import json
 import logging
-import os
 import re
 import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -31,35 +34,45 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from starlette.concurrency import run_in_threadpool
 
 from attrib.core.model import JobState
-from attrib.daemon.auth import (
-    GITHUB_SIGNATURE_HEADER,
-    GITLAB_TOKEN_HEADER,
-    SIGNATURE_HEADER,
-    Unauthorized,
-    check_bearer,
-    check_signature,
-    check_token,
-)
+from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_github, verify_gitlab, verify_signature
+from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
-from attrib.errors import FlagError, InputError, QueueFull, StateError, UpstreamError
-from attrib.fsutil import atomic_write_text
+from attrib.errors import FlagError, InputError, QueueFull, StateError, Unauthorized, UpstreamError
 
 log = logging.getLogger("attrib.daemon")
 
 MAX_BODY_BYTES = 1 << 20  # a flag is a few hundred bytes; a check_run payload a few tens of KiB
+MAX_BODIES = 8  # bodies being read at once: at most 8 MiB of request bodies in memory
+BODY_SLOT_WAIT_S = 10.0  # a request waits this long for its turn to send its body, then 503
+BODY_READ_TIMEOUT_S = 30.0  # a body slower than this (a trickle holding a slot) gets 408
+MAX_CONNECTIONS = 64  # uvicorn's limit_concurrency: connections beyond it get 503 at once
+MAX_LIST = 1000  # jobs one GET /v1/jobs returns at most
 RETRY_AFTER_S = 30  # what a 429 tells the sender
 STOP_TIMEOUT_S = 30.0  # how long a stopping daemon waits for workers to hand their jobs back
 GITHUB_FETCHES = 4  # artifact fetches at once; more wait for a thread (within the deadline)
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
-def create_app(store: Store, settings: Settings) -> FastAPI:
+def create_app(store: Store, settings: Settings) -> ASGIApp:
+    """The API behind the body bound (bodies.py): no route reads an unbounded body."""
+    return BoundedBodies(
+        _api(store, settings),
+        max_bytes=MAX_BODY_BYTES,
+        max_concurrent=MAX_BODIES,
+        slot_wait_s=BODY_SLOT_WAIT_S,
+        read_timeout_s=BODY_READ_TIMEOUT_S,
+    )
+
+
+def _api(store: Store, settings: Settings) -> FastAPI:
     app = FastAPI(title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None)
-    ctx = FlagContext(settings.state, settings.recipes_dir)
+    ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
+    policy = SignaturePolicy(settings.secret, settings.signature_tolerance_s, settings.allow_legacy_signature)
     # Its own small pool: a slow GitHub must not take the threads that validate other flags.
     github_pool = ThreadPoolExecutor(max_workers=GITHUB_FETCHES, thread_name_prefix="attrib-github")
 
@@ -85,34 +98,31 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         log.warning("%s", exc)
         return JSONResponse({"error": str(exc)}, status_code=502)
 
-    async def _body(request: Request) -> bytes:
-        length = request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            raise FlagError("body", f"larger than {MAX_BODY_BYTES} bytes")
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            raise FlagError("body", f"larger than {MAX_BODY_BYTES} bytes")
-        return body
-
-    def _accept(flag: dict[str, Any], route: str, body: bytes) -> Accepted:
+    def _accept(flag: dict[str, Any], route: str, body: bytes, verified: Verified) -> Accepted:
         # Runs in the thread pool: validation runs git (and may fetch a URL), the store blocks.
         job = prepare(flag, ctx)
-        return store.submit(job, route, body.decode("utf-8", "replace"))
+        return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires)
 
     def _accepted(acc: Accepted) -> JSONResponse:
-        return JSONResponse({"id": acc.job_id, "duplicate_of": acc.duplicate_of, "flag": acc.flag_id}, status_code=202)
+        return JSONResponse(acc.answer(), status_code=202, headers={"X-Attrib-Replay": "1"} if acc.replay else None)
 
     @app.post("/v1/regressions")
     async def regressions(request: Request) -> Response:
-        body = await _body(request)
-        check_signature(request.headers.get(SIGNATURE_HEADER), body, settings.secret, SIGNATURE_HEADER)
+        body = await request.body()  # bounded by BoundedBodies
+        verified = verify_signature(request.headers, body, policy)
+        earlier = await run_in_threadpool(store.answered, verified.keys)
+        if earlier is not None:
+            return _accepted(earlier)
         flag = parse_body(body)
-        return _accepted(await run_in_threadpool(_accept, flag, "regressions", body))
+        return _accepted(await run_in_threadpool(_accept, flag, "regressions", body, verified))
 
     @app.post("/v1/webhooks/github")
     async def github(request: Request) -> Response:
-        body = await _body(request)
-        check_signature(request.headers.get(GITHUB_SIGNATURE_HEADER), body, settings.secret, GITHUB_SIGNATURE_HEADER)
+        body = await request.body()
+        verified = verify_github(request.headers, body, settings.secret)
+        earlier = await run_in_threadpool(store.answered, verified.keys)
+        if earlier is not None:
+            return _accepted(earlier)
         found, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body), settings.github_api_url)
         route, stored = "github", body
         if isinstance(found, WorkflowRun):
@@ -127,7 +137,7 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
                 stored = json.dumps({"workflow_run": {"repository": run.repo, "id": run.run_id}, "flag": found}).encode()
         if found is None:
             return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
-        return _accepted(await run_in_threadpool(_accept, found, route, stored))
+        return _accepted(await run_in_threadpool(_accept, found, route, stored, verified))
 
     async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
         """The flag in the run's artifact, fetched in the GitHub pool under FETCH_DEADLINE_S
@@ -148,26 +158,32 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
 
     @app.post("/v1/webhooks/gitlab")
     async def gitlab(request: Request) -> Response:
-        body = await _body(request)
-        check_token(request.headers.get(GITLAB_TOKEN_HEADER), settings.secret, GITLAB_TOKEN_HEADER)
+        body = await request.body()
+        verified = verify_gitlab(request.headers, body, settings.secret)
+        earlier = await run_in_threadpool(store.answered, verified.keys)
+        if earlier is not None:
+            return _accepted(earlier)
         flag, why = gitlab_flag(request.headers.get("X-Gitlab-Event", ""), parse_body(body))
         if flag is None:
             return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
-        return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body))
+        return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body, verified))
 
     def _job_or_404(job_id: str) -> Job | None:
         return store.get(job_id) if _JOB_ID_RE.match(job_id) else None
 
     @app.get("/v1/jobs")
-    def jobs(request: Request, state: str | None = None, limit: int = 100) -> Response:
+    def jobs(request: Request, state: str | None = None, limit: str = "100") -> Response:
         check_bearer(request.headers.get("Authorization"), settings.secret)
+        # Parsed here, after the secret: FastAPI would answer a bad integer with 422 before any check.
+        if not limit.isascii() or not limit.isdigit() or not 1 <= int(limit) <= MAX_LIST:
+            raise FlagError("limit", f"{limit!r}: expected an integer from 1 to {MAX_LIST}")
         states = None
         if state is not None:
             try:
                 states = [JobState(s) for s in state.split(",")]
             except ValueError:
                 raise FlagError("state", f"{state!r}: expected one or more of {', '.join(s.value for s in JobState)}") from None
-        return JSONResponse({"jobs": [j.summary() for j in store.jobs(max(1, min(limit, 1000)), states)]})
+        return JSONResponse({"jobs": [j.summary() for j in store.jobs(int(limit), states)]})
 
     @app.get("/v1/jobs/{job_id}")
     def job(request: Request, job_id: str) -> Response:
@@ -196,6 +212,10 @@ def create_app(store: Store, settings: Settings) -> FastAPI:
         if state is None:
             return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
         return JSONResponse({"id": job_id, "state": state.value, "cancel_requested": state is JobState.RUNNING}, status_code=202)
+
+    from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)
+
+    results_api.include(app, store, settings)
 
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> Response:
@@ -243,49 +263,47 @@ def status_page(store: Store) -> str:
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>attrib daemon</title>"
         "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style></head><body>"
-        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded</p>"
+        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded;"
+        " <a href='/series'>nightly series</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
     )
 
 
 def serve(settings: Settings) -> int:
-    """Run the daemon until SIGINT/SIGTERM. Prints one line with the address it listens on
-    (and writes it to --state/daemon.json: with --port 0 the OS picks the port)."""
+    """Run the daemon until SIGINT/SIGTERM. Holds --state's lock (a second daemon on it exits
+    2), prints one line with the address it listens on and writes it to --state/daemon.json
+    (with --port 0 the OS picks the port); removes daemon.json when it stops."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    settings.state.mkdir(parents=True, exist_ok=True)
-    store = Store(settings.db_path, busy_timeout_s=settings.busy_timeout_s, max_queue=settings.max_queue)
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    owner = StateOwner(settings.state)
+    owner.acquire()
     try:
-        sock.bind((settings.host, settings.port))
-    except OSError as exc:
-        sock.close()
-        raise StateError(f"--host {settings.host} --port {settings.port}: cannot listen ({exc.strerror})") from None
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    url = f"http://{'[' + settings.host + ']' if family == socket.AF_INET6 else settings.host}:{port}"
-    atomic_write_text(settings.state / "daemon.json", json.dumps({"url": url, "pid": os.getpid()}) + "\n")
-    pool = WorkerPool(store, settings)
-    pool.start()
-    print(f"attrib daemon listening on {url} (state {settings.state}, {settings.workers} worker(s))", flush=True)
-    server = uvicorn.Server(uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off"))
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass  # uvicorn re-raises the SIGINT/SIGTERM that stopped it, after its graceful shutdown
+        store = Store(settings.db_path, busy_timeout_s=settings.busy_timeout_s, max_queue=settings.max_queue)
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((settings.host, settings.port))
+        except OSError as exc:
+            sock.close()
+            raise StateError(f"--host {settings.host} --port {settings.port}: cannot listen ({exc.strerror})") from None
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        url = f"http://{'[' + settings.host + ']' if family == socket.AF_INET6 else settings.host}:{port}"
+        owner.announce(url)
+        pool = WorkerPool(store, settings)
+        pool.start()
+        print(f"attrib daemon listening on {url} (state {settings.state}, {settings.workers} worker(s))", flush=True)
+        config = uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off", limit_concurrency=MAX_CONNECTIONS)
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass  # uvicorn re-raises the SIGINT/SIGTERM that stopped it, after its graceful shutdown
+        finally:
+            pool.stop(STOP_TIMEOUT_S)
+            sock.close()
+            log.info("stopped")
     finally:
-        pool.stop(STOP_TIMEOUT_S)
-        sock.close()
-        log.info("stopped")
+        owner.release()
     return 0
-
-
-def state_url(state: Path) -> str | None:
-    """The address a daemon on this --state last listened on."""
-    try:
-        return str(json.loads((state / "daemon.json").read_text())["url"])
-    except (OSError, ValueError, KeyError):
-        return None

@@ -19,175 +19,40 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from attrib.core.model import JobState
+from attrib.daemon.schema import (
+    ACTIVE_SQL,
+    BUILDS,
+    COUNTED,
+    DELIVERIES,
+    FLAGS,
+    JOB_COLUMNS,
+    JOBS,
+    META,
+    SAMPLES,
+    SCHEMA_VERSION,
+    TABLES,
+    TRANSITIONS,
+    Build,
+    Delivery,
+    FlagRow,
+    Job,
+    NewJob,
+    Sample,
+    Transition,
+)
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
 
-SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
 DEFAULT_MAX_QUEUE = 100  # queued jobs; more flags are refused with 429 until the queue drains
 DEFAULT_LEASE_S = 30.0  # a running job's worker must renew its lease within this time
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    state TEXT NOT NULL,
-    repo TEXT NOT NULL,            -- what was flagged: a local path or a git URL
-    repo_path TEXT NOT NULL,       -- the local repository the job reads (the path, or our mirror of the URL)
-    good TEXT NOT NULL,            -- full shas, resolved at submission
-    bad TEXT NOT NULL,
-    good_rev TEXT NOT NULL,        -- as flagged
-    bad_rev TEXT NOT NULL,
-    recipe TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    dedup_key TEXT NOT NULL,
-    source TEXT,
-    file_issue TEXT,
-    seed INTEGER NOT NULL,         -- the engine is deterministic given this and the runs
-    attempts INTEGER NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_expires REAL,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    progress TEXT NOT NULL DEFAULT '{}',
-    result TEXT,
-    error TEXT,
-    filing TEXT
-);
--- One active job per (repo, good, bad, benchmark): the database itself refuses a second one.
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_active ON jobs (dedup_key) WHERE state IN ('queued', 'running');
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, created);
-CREATE TABLE IF NOT EXISTS transitions (
-    id INTEGER PRIMARY KEY,
-    job_id TEXT NOT NULL REFERENCES jobs (id),
-    at REAL NOT NULL,
-    from_state TEXT,
-    to_state TEXT NOT NULL,
-    owner TEXT,
-    note TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS flags (
-    id TEXT PRIMARY KEY,
-    job_id TEXT NOT NULL REFERENCES jobs (id),
-    received REAL NOT NULL,
-    route TEXT NOT NULL,
-    duplicate INTEGER NOT NULL,
-    body TEXT NOT NULL
-);
--- Runner call n (0-based) for one checkout key within a job (seq orders all calls of the job).
-CREATE TABLE IF NOT EXISTS samples (
-    job_id TEXT NOT NULL REFERENCES jobs (id),
-    key TEXT NOT NULL,
-    n INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    samples TEXT NOT NULL,
-    error TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    excluded TEXT NOT NULL,
-    at REAL NOT NULL,
-    PRIMARY KEY (job_id, key, n)
-);
-CREATE TABLE IF NOT EXISTS builds (
-    id INTEGER PRIMARY KEY,
-    job_id TEXT NOT NULL REFERENCES jobs (id),
-    attempt INTEGER NOT NULL,
-    commit_sha TEXT NOT NULL,
-    key TEXT NOT NULL,
-    ok INTEGER NOT NULL,
-    cached INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    log_path TEXT NOT NULL,
-    at REAL NOT NULL
-);
-"""
-
-_COLUMNS = (
-    "id created updated state repo repo_path good bad good_rev bad_rev recipe benchmark dedup_key source "
-    "file_issue seed attempts lease_owner lease_expires cancel_requested progress result error filing"
-).split()
-
-
-@dataclass(frozen=True)
-class NewJob:
-    """A validated flag, ready to queue (see daemon/flags.py)."""
-
-    repo: str
-    repo_path: str
-    good: str
-    bad: str
-    good_rev: str
-    bad_rev: str
-    recipe: str
-    benchmark: str
-    source: str | None
-    file_issue: str | None
-    seed: int
-
-    @property
-    def dedup_key(self) -> str:
-        return json.dumps([self.repo, self.good, self.bad, self.benchmark])
-
-
-@dataclass(frozen=True)
-class Job:
-    id: str
-    created: float
-    updated: float
-    state: JobState
-    repo: str
-    repo_path: str
-    good: str
-    bad: str
-    good_rev: str
-    bad_rev: str
-    recipe: str
-    benchmark: str
-    dedup_key: str
-    source: str | None
-    file_issue: str | None
-    seed: int
-    attempts: int
-    lease_owner: str | None
-    lease_expires: float | None
-    cancel_requested: bool
-    progress: dict[str, Any]
-    result: dict[str, Any] | None
-    error: str | None
-    filing: str | None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Job:
-        d = dict(row)
-        d["state"] = JobState(d["state"])
-        d["cancel_requested"] = bool(d["cancel_requested"])
-        d["progress"] = json.loads(d["progress"])
-        d["result"] = json.loads(d["result"]) if d["result"] else None
-        return cls(**d)
-
-    def summary(self) -> dict[str, Any]:
-        """What the API shows of a job (no result document: GET /v1/jobs/{id} adds it)."""
-        return {
-            "id": self.id,
-            "state": self.state.value,
-            "repo": self.repo,
-            "good": self.good,
-            "bad": self.bad,
-            "benchmark": self.benchmark,
-            "source": self.source,
-            "created": self.created,
-            "updated": self.updated,
-            "attempts": self.attempts,
-            "progress": self.progress,
-            "error": self.error,
-            "filing": self.filing,
-        }
+__all__ = ["Accepted", "Job", "NewJob", "Store"]  # the row types are the schema's (daemon/schema.py)
 
 
 @dataclass(frozen=True)
@@ -195,6 +60,10 @@ class Accepted:
     job_id: str
     flag_id: str
     duplicate_of: str | None
+    replay: bool = False  # the same request was answered before: this is that answer, nothing stored
+
+    def answer(self) -> dict[str, Any]:
+        return {"id": self.job_id, "duplicate_of": self.duplicate_of, "flag": self.flag_id}
 
 
 class Store:
@@ -211,12 +80,12 @@ class Store:
                 raise StateError(f"state database {path}: cannot switch to WAL mode (got {mode})")
             with self._write() as c:
                 # statement by statement: executescript() would COMMIT our transaction first
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
+                for table in TABLES:
+                    for stmt in table.statements():
                         c.execute(stmt)
                 row = c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if row is None:
-                    c.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+                    c.execute(META.insert(), ("schema", str(SCHEMA_VERSION)))
                 elif row[0] != str(SCHEMA_VERSION):
                     raise StateError(f"state database {path}: schema {row[0]}, this attrib reads {SCHEMA_VERSION}")
 
@@ -269,46 +138,68 @@ class Store:
 
     # --- flags and jobs ---------------------------------------------------------------------
 
-    def submit(self, job: NewJob, route: str, body: str) -> Accepted:
+    def submit(
+        self, job: NewJob, route: str, body: str, replay_keys: Sequence[str] = (), replay_expires: float | None = None
+    ) -> Accepted:
         """Queue `job`, or merge it into the active job with the same key. Every accepted flag
-        is stored; a full queue refuses new work (QueueFull) and stores nothing."""
+        is stored; a full queue refuses new work (QueueFull) and stores nothing. `replay_keys`
+        name the request (its signature, a forge's delivery id; auth.Verified): when one of
+        them was answered before, that answer is returned and nothing is stored; otherwise they
+        are stored with the flag, in the same transaction, until `replay_expires` (None: as
+        long as the flag)."""
         now = time.time()
         flag_id = uuid.uuid4().hex[:16]
         with self._errors("accept a flag"), self._write() as c:
-            row = c.execute(
-                "SELECT id FROM jobs WHERE dedup_key = ? AND state IN ('queued', 'running')", (job.dedup_key,)
-            ).fetchone()
+            c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
+            earlier = self._answered(c, replay_keys, now)
+            if earlier is not None:
+                return earlier
+            row = c.execute(f"SELECT id FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
             if row is not None:
                 job_id, dup = row["id"], row["id"]
             else:
-                queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0]
+                queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (JobState.QUEUED,)).fetchone()[0]
                 if queued >= self.max_queue:
                     raise QueueFull(f"the queue is full ({queued} queued jobs); try again later")
                 job_id, dup = uuid.uuid4().hex[:16], None
+                cols = (*(f.name for f in fields(NewJob)), "id", "created", "updated", "state", "dedup_key")
                 c.execute(
-                    "INSERT INTO jobs (id, created, updated, state, repo, repo_path, good, bad, good_rev, bad_rev, recipe,"
-                    " benchmark, dedup_key, source, file_issue, seed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        job_id, now, now, JobState.QUEUED.value, job.repo, job.repo_path, job.good, job.bad,
-                        job.good_rev, job.bad_rev, job.recipe, job.benchmark, job.dedup_key, job.source,
-                        job.file_issue, job.seed,
-                    ),
-                )  # fmt: skip
+                    JOBS.insert(cols),
+                    (*(getattr(job, f.name) for f in fields(NewJob)), job_id, now, now, JobState.QUEUED, job.dedup_key),
+                )
                 self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
-            c.execute(
-                "INSERT INTO flags (id, job_id, received, route, duplicate, body) VALUES (?,?,?,?,?,?)",
-                (flag_id, job_id, now, route, dup is not None, body),
-            )
+            c.execute(FLAGS.insert(), FLAGS.values(FlagRow(flag_id, job_id, now, route, dup is not None, body)))
+            for key in replay_keys:
+                c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(key, flag_id, replay_expires)))
         return Accepted(job_id, flag_id, dup)
+
+    def answered(self, keys: Sequence[str]) -> Accepted | None:
+        """The answer given to the request one of `keys` names, if it was accepted before (and
+        its signed time is still inside the tolerance); None for a request not seen."""
+        with self._errors("look up a delivery"):
+            return self._answered(self._conn(), keys, time.time())
+
+    @staticmethod
+    def _answered(c: sqlite3.Connection, keys: Sequence[str], now: float) -> Accepted | None:
+        if not keys:
+            return None
+        row = c.execute(
+            f"SELECT f.id, f.job_id, f.duplicate FROM deliveries d JOIN flags f ON f.id = d.flag_id"
+            f" WHERE d.key IN ({', '.join('?' * len(keys))}) AND (d.expires IS NULL OR d.expires >= ?) LIMIT 1",
+            (*keys, now),
+        ).fetchone()
+        if row is None:
+            return None
+        return Accepted(row["job_id"], row["id"], row["job_id"] if row["duplicate"] else None, replay=True)
 
     def get(self, job_id: str) -> Job | None:
         with self._errors("read a job"):
-            row = self._conn().execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            row = self._conn().execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else Job.from_row(row)
 
     def jobs(self, limit: int = 100, states: Sequence[JobState] | None = None) -> list[Job]:
         """Newest first."""
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM jobs"
+        sql = f"SELECT {JOB_COLUMNS} FROM jobs"
         params: list[Any] = []
         if states:
             sql += f" WHERE state IN ({', '.join('?' * len(states))})"
@@ -323,7 +214,7 @@ class Store:
         """Rows per table and jobs per state: the status page and the tests read these."""
         with self._errors("count"):
             c = self._conn()
-            out = {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("jobs", "flags", "samples", "builds")}
+            out = {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in COUNTED}
             for state, n in c.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state"):
                 out[f"jobs_{state}"] = n
         return out
@@ -339,10 +230,7 @@ class Store:
     def _transition(
         c: sqlite3.Connection, job_id: str, old: JobState | None, new: JobState, owner: str | None, note: str, now: float
     ) -> None:
-        c.execute(
-            "INSERT INTO transitions (job_id, at, from_state, to_state, owner, note) VALUES (?,?,?,?,?,?)",
-            (job_id, now, old.value if old else None, new.value, owner, note),
-        )
+        c.execute(TRANSITIONS.insert(), TRANSITIONS.values(Transition(job_id, now, old, new, owner, note)))
 
     # --- leases -------------------------------------------------------------------------------
 
@@ -351,18 +239,18 @@ class Store:
         now = time.time() if now is None else now
         with self._errors("claim a job"), self._write() as c:
             row = c.execute(
-                "SELECT id, state, lease_owner FROM jobs WHERE (state = 'queued') OR (state = 'running' AND lease_expires < ?)"
+                "SELECT id, state, lease_owner FROM jobs WHERE (state = ?) OR (state = ? AND lease_expires < ?)"
                 " ORDER BY created, rowid LIMIT 1",
-                (now,),
+                (JobState.QUEUED, JobState.RUNNING, now),
             ).fetchone()
             if row is None:
                 return None
             old = JobState(row["state"])
             note = "claimed" if old is JobState.QUEUED else f"lease of {row['lease_owner']} expired; taken over"
             c.execute(
-                "UPDATE jobs SET state = 'running', lease_owner = ?, lease_expires = ?, attempts = attempts + 1,"
+                "UPDATE jobs SET state = ?, lease_owner = ?, lease_expires = ?, attempts = attempts + 1,"
                 " updated = ? WHERE id = ?",
-                (owner, now + lease_s, now, row["id"]),
+                (JobState.RUNNING, owner, now + lease_s, now, row["id"]),
             )
             self._transition(c, row["id"], old, JobState.RUNNING, owner, note, now)
         return self.get(row["id"])
@@ -372,15 +260,15 @@ class Store:
         now = time.time() if now is None else now
         with self._errors("renew a lease"), self._write() as c:
             cur = c.execute(
-                "UPDATE jobs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
-                (now + lease_s, job_id, owner),
+                "UPDATE jobs SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = ?",
+                (now + lease_s, job_id, owner, JobState.RUNNING),
             )
         return cur.rowcount == 1
 
     def holds(self, job_id: str, owner: str) -> bool:
         with self._errors("check a lease"):
             row = self._conn().execute(
-                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = 'running'", (job_id, owner)
+                "SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ? AND state = ?", (job_id, owner, JobState.RUNNING)
             ).fetchone()
         return row is not None
 
@@ -406,8 +294,8 @@ class Store:
         with self._errors("finish a job"), self._write() as c:
             cur = c.execute(
                 "UPDATE jobs SET state = ?, result = ?, error = ?, filing = ?, lease_owner = NULL, lease_expires = NULL,"
-                " updated = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
-                (state.value, json.dumps(result) if result is not None else None, error, filing, now, job_id, owner),
+                " updated = ? WHERE id = ? AND lease_owner = ? AND state = ?",
+                (state, json.dumps(result) if result is not None else None, error, filing, now, job_id, owner, JobState.RUNNING),
             )
             if cur.rowcount != 1:
                 return False
@@ -419,9 +307,9 @@ class Store:
         now = time.time()
         with self._errors("release a job"), self._write() as c:
             cur = c.execute(
-                "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires = NULL, updated = ?"
-                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
-                (now, job_id, owner),
+                "UPDATE jobs SET state = ?, lease_owner = NULL, lease_expires = NULL, updated = ?"
+                " WHERE id = ? AND lease_owner = ? AND state = ?",
+                (JobState.QUEUED, now, job_id, owner, JobState.RUNNING),
             )
             if cur.rowcount != 1:
                 return False
@@ -439,7 +327,7 @@ class Store:
             state = JobState(row["state"])
             if state is JobState.QUEUED:
                 c.execute(
-                    "UPDATE jobs SET state = 'cancelled', cancel_requested = 1, updated = ? WHERE id = ?", (now, job_id)
+                    "UPDATE jobs SET state = ?, cancel_requested = 1, updated = ? WHERE id = ?", (JobState.CANCELLED, now, job_id)
                 )
                 self._transition(c, job_id, state, JobState.CANCELLED, None, "cancelled while queued", now)
                 return JobState.CANCELLED
@@ -472,20 +360,17 @@ class Store:
         with self._errors("record samples"), self._write() as c:
             if c.execute("SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?", (job_id, owner)).fetchone() is None:
                 raise StateError(f"job {job_id}: lease lost; samples not recorded")
-            c.execute(
-                "INSERT INTO samples (job_id, key, n, seq, samples, error, duration_s, excluded, at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (job_id, key, n, seq, json.dumps(list(run.samples)), run.error, run.duration_s, json.dumps(list(run.excluded)), time.time()),
+            row = Sample(
+                job_id, key, n, seq, json.dumps(list(run.samples)), run.error, run.duration_s, json.dumps(list(run.excluded)), time.time()
             )
+            c.execute(SAMPLES.insert(), SAMPLES.values(row))
 
     def record_build(
         self, job_id: str, attempt: int, commit: str, key: str, ok: bool, cached: bool, reason: str, duration_s: float, log_path: str
     ) -> None:
         with self._errors("record a build"), self._write() as c:
-            c.execute(
-                "INSERT INTO builds (job_id, attempt, commit_sha, key, ok, cached, reason, duration_s, log_path, at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (job_id, attempt, commit, key, ok, cached, reason, duration_s, log_path, time.time()),
-            )
+            row = Build(job_id, attempt, commit, key, ok, cached, reason, duration_s, log_path, time.time())
+            c.execute(BUILDS.insert(), BUILDS.values(row))
 
     def builds(self, job_id: str) -> list[dict[str, Any]]:
         with self._errors("read builds"):

@@ -162,6 +162,10 @@ class Worker(threading.Thread):
 
     def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
         out = self.settings.job_dir(job.id)
+        from attrib.daemon.nightly import origin
+
+        if (detected := origin(self.settings, job.id)) is not None:  # a change point in nightly history
+            result = {**result, "detected": detected}
         atomic_write_text(out / "result.json", dump(result))
         plot = write_report(result, out / "report.md")
         if job.file_issue is None:

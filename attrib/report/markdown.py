@@ -283,6 +283,9 @@ def render_markdown(result: dict[str, Any], plot: str | None = None, figure: str
         f"{len(result['build_failures'])} did not build; {result['builds']} builds, {result['samples']} samples, "
         f"{result['wall_s']:.0f} s",
     ]
+    for cp in (result.get("detected") or {}).get("change_points", []):  # a job from the nightly history (issue 14)
+        out.append(f"- detected in nightly history: `{cp['series']}` of {cp['project']} changed {cp['change_pct']:+.2f} % between "
+                   f"`{cp['before'][:10]}` and `{cp['after'][:10]}` (p = {cp['p_value']:.2g}): [series and change point]({cp['url']})")  # fmt: skip
     out.append("")
     if plot:
         out += [f"![{result['benchmark']} per tested commit]({plot})", ""]

@@ -21,14 +21,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attrib.errors import InputError
+from attrib.errors import InputError, TargetError
 from attrib.report.markdown import render_markdown, title
 from attrib.tracker.base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
 from attrib.tracker.http import Sleep
 
 DEFAULT_LABEL = "performance-regression"
 KINDS = ("github", "gitlab", "dir")
-_PROJECT = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+")
+
+# The forges' own naming rules, so that a target that names no project is refused before any
+# work (a flag reaches the daemon from the network: `github:../..` must never become a path
+# like /repos/../../issues). GitHub: an owner is 1-39 letters, digits or hyphens, not starting
+# or ending with a hyphen; a repository 1-100 letters, digits, '.', '_' or '-', not '.' or '..'.
+# GitLab: each group/subgroup/project path is letters, digits, '_', '-' or '.', not starting
+# with '-' or '.', not ending with '.', '.git' or '.atom', at most 255 characters; at most 20
+# levels of subgroups.
+_GITHUB_OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
+_GITHUB_REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_GITLAB_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+GITLAB_MAX_DEPTH = 21  # a top-level group, 20 levels of subgroups (the project is the last)
 
 
 @dataclass(frozen=True)
@@ -38,9 +49,33 @@ class Target:
     number: int | None = None  # --comment-on: the issue to comment on
 
 
+def project_problem(kind: str, project: str) -> str | None:
+    """Why `project` is no GitHub (kind "github") or GitLab project path; None when it is one."""
+    parts = project.split("/")
+    if kind == "github":
+        if len(parts) != 2:
+            return "expected OWNER/REPO"
+        owner, repo = parts
+        if not _GITHUB_OWNER.fullmatch(owner):
+            return f"owner {owner!r}: expected 1-39 letters, digits or hyphens, not starting or ending with a hyphen"
+        if not _GITHUB_REPO.fullmatch(repo) or repo in (".", ".."):
+            return f"repository {repo!r}: expected 1-100 letters, digits, '.', '_' or '-' (not '.' or '..')"
+        return None
+    if not 2 <= len(parts) <= GITLAB_MAX_DEPTH:
+        return f"expected GROUP/[SUBGROUP/...]PROJECT, 2 to {GITLAB_MAX_DEPTH} parts"
+    for part in parts:
+        if not _GITLAB_SEGMENT.fullmatch(part) or part.endswith((".", ".git", ".atom")):
+            return (
+                f"path {part!r}: expected letters, digits, '_', '-' or '.', not starting with '-' or '.',"
+                " not ending with '.', '.git' or '.atom'"
+            )
+    return None
+
+
 def parse_target(spec: str, option: str = "--file-issue") -> Target:
     """`github:OWNER/REPO`, `gitlab:GROUP/PROJECT` or `dir:PATH`; with --comment-on, github and
-    gitlab take `#NUMBER` (the triggering issue)."""
+    gitlab take `#NUMBER` (the triggering issue). A project path is checked against the
+    forge's naming rules (project_problem)."""
     comment = option == "--comment-on"
     expected = (
         "expected github:OWNER/REPO#NUMBER or gitlab:GROUP/PROJECT#NUMBER"
@@ -49,17 +84,20 @@ def parse_target(spec: str, option: str = "--file-issue") -> Target:
     )
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in (("github", "gitlab") if comment else KINDS) or not rest:
-        raise InputError(f"{option} {spec!r}: {expected}")
+        raise TargetError(option, spec, expected)
     if kind == "dir":
         return Target(kind, rest)
     number = None
     if comment:
         project, hash_, num = rest.rpartition("#")
         if not hash_ or not num.isdigit() or int(num) < 1:
-            raise InputError(f"{option} {spec!r}: {expected}")
+            raise TargetError(option, spec, expected)
         rest, number = project, int(num)
-    if not _PROJECT.fullmatch(rest) or (kind == "github" and rest.count("/") != 1):
-        raise InputError(f"{option} {spec!r}: {expected}")
+    if "/" not in rest or (kind == "github" and rest.count("/") != 1) or any(c.isspace() for c in rest):
+        raise TargetError(option, spec, expected)
+    problem = project_problem(kind, rest)
+    if problem is not None:
+        raise TargetError(option, spec, problem)
     return Target(kind, rest, number)
 
 
