@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from attrib.bisection import Bisection, Events, Outcome, Reverter
 from attrib.core.model import CommitInfo
@@ -15,13 +14,15 @@ from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError
 from attrib.evaluate.builds import Builder
 from attrib.evaluate.executors import Executor, make_executor
-from attrib.evaluate.runners import Runner
+from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror, default_workdir
 from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
-from attrib.result import RESULT_SCHEMA, RunContext, build_result, comparison_json
+from attrib.result import BisectResult, CompareResult
+from attrib.result.gather import provenance
+from attrib.result.writer import RunContext, build_result, compare_result
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ VERIFY_MODES = ("confirm", "revert")
 def run_bisect(
     p: Plan, config: TestConfig, seed: int, events: Events | None, *, jobs: int = 1, verify: str = "confirm",
     wrap_runner: Callable[[Runner], Runner] | None = None,
-) -> dict[str, Any]:
+) -> BisectResult:
     """`wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     if verify not in VERIFY_MODES:
         raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
@@ -141,28 +142,18 @@ def run_bisect(
         verify=verify,
         executor_info=p.executor.describe(),
     )
-    result = build_result(outcome, ctx)
-    if isinstance(runner, CupyRunner):
-        add_kernel_evidence(result, outcome, runner)
-    return result
+    # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
+    return build_result(outcome, ctx, provenance(p.recipe.path), evidence_of(runner, _culprit_steps(outcome)))
 
 
-def add_kernel_evidence(result: dict[str, Any], outcome: Outcome, runner: CupyRunner) -> None:
-    """What only the cupy runner knows: each culprit's static kernel diff against the commit
-    it was confirmed against, and the GPU it was timed on."""
-    for entry, culprit in zip(result["culprits"], outcome.culprits, strict=True):
-        before = _checkout_of(outcome, culprit.last_good)
-        after = _checkout_of(outcome, culprit.commit)
-        if before is None or after is None:
-            continue
-        diff = runner.static_diff(before, after)
-        if isinstance(diff, str):
-            entry["static_diff_unavailable"] = diff
-        else:
-            entry["static_diff"] = diff
-    gpu = runner.gpu_environment()
-    if gpu:
-        result.setdefault("environment", {})["gpu"] = gpu
+def _culprit_steps(outcome: Outcome) -> list[Step]:
+    """Each culprit's step where both sides built: what a runner's evidence is about."""
+    steps = []
+    for culprit in outcome.culprits:
+        before, after = _checkout_of(outcome, culprit.last_good), _checkout_of(outcome, culprit.commit)
+        if before is not None and after is not None:
+            steps.append(Step(culprit.commit, before, after))
+    return steps
 
 
 def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
@@ -172,7 +163,7 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
     return Path(rec.build.checkout)
 
 
-def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     try:
         _, builder, runner = _tools(p)
@@ -180,7 +171,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
         comp = engine.compare(p.bad, p.good, "compare")
     finally:
         p.executor.close()
-    return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}
+    return compare_result(comp, p.bench)
 
 
 def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:

@@ -61,3 +61,46 @@ class CommitInfo:
     @property
     def is_merge(self) -> bool:
         return len(self.parents) > 1
+
+
+class Purpose(StrEnum):
+    """Why a comparison was run: the engine's step that asked for it."""
+
+    PREFLIGHT = "preflight"
+    PROBE = "probe"
+    RETEST = "retest"
+    EXTEND = "extend"
+    CONFIRM = "confirm"
+    REMAINING = "remaining"
+    REVERT = "revert"
+    COMPARE = "compare"
+
+
+class RevertStatus(StrEnum):
+    """What reverting a culprit on top of bad showed."""
+
+    RECOVERED = "recovered"
+    NOT_RECOVERED = "not_recovered"
+    INCONCLUSIVE = "inconclusive"
+    CONFLICT = "conflict"
+    BUILD_FAILED = "build_failed"
+    UNAVAILABLE = "unavailable"
+
+
+class UnresolvedCause(StrEnum):
+    """Why an inconclusive range is not pinned down; the report turns each into a sentence."""
+
+    NOT_CLEARLY_WORSE = "not_clearly_worse"  # the preflight stayed inconclusive
+    UNDECIDED_AT_CAP = "undecided_at_cap"
+    NOT_MEASURED = "not_measured"  # the search stopped after too many inconclusive tests
+    UNBUILDABLE = "unbuildable"
+    NOT_CONFIRMED = "not_confirmed"
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: UnresolvedCause
+    commits: tuple[str, ...] = ()
+    rounds: int = 0
+    change_pct: float | None = None
+    verdict: Verdict | None = None
