@@ -318,9 +318,9 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
 
 
 _COMPARE_VERDICT = {
-    Verdict.BAD: "worse than the reference",
-    Verdict.GOOD: "not worse than the reference",
-    Verdict.INCONCLUSIVE: "undecided at the cap",
+    Verdict.BAD: "worse",
+    Verdict.GOOD: "not worse",
+    Verdict.INCONCLUSIVE: "undecided at the round cap",
     Verdict.SKIP: "not measured",
 }
 
@@ -339,7 +339,7 @@ def render_compare(result: CompareResult) -> str:
     out = [
         f"# attrib compare: `{result.benchmark}`",
         "",
-        f"**{c.verdict.value}**: `{c.candidate[:10]}` is {_COMPARE_VERDICT[c.verdict]} `{c.reference[:10]}`: {change}",
+        f"**{c.verdict.value}**: `{c.candidate[:10]}` vs `{c.reference[:10]}`: {_COMPARE_VERDICT[c.verdict]}, {change}",
         "",
         f"- candidate: `{c.candidate}`",
         f"- reference: `{c.reference}`",

@@ -86,8 +86,8 @@ def render_plot(result: BisectResult, path: Path) -> Path:
         for role, color in ((Role.GOOD, "tab:green"), (Role.BAD, "tab:red")):
             ref = next((row for row in rows if row.role is role), None)
             if ref is not None:
-                q = quantiles[ref.commit]
-                ax.axhspan(q[2] / factor, q[4] / factor, color=color, alpha=0.12, label=f"{role.value} reference (25-75 %)")
+                band = quantiles[ref.commit]
+                ax.axhspan(band[2] / factor, band[4] / factor, color=color, alpha=0.12, label=f"{role.value} reference (25-75 %)")
         rng = np.random.default_rng(0)  # fixed jitter: the same result gives the same picture
         stats = []
         for x, row in enumerate(rows):
