@@ -72,10 +72,18 @@ def test_inspect_from_the_wheel_compiles_the_shipped_kernels(installed, tmp_path
 
 
 @pytest.mark.slow
-def test_demo_from_the_wheel_finds_the_planted_culprit(installed, tmp_path):
+def test_demo_from_the_wheel_bisects_the_generated_tree(installed, tmp_path):
+    """What the wheel is responsible for: the demo finds its recipe and tree generator in the
+    installed package, builds and measures every commit it asks for, and writes a result and a
+    report. Whether the search names the planted culprit on a noisy machine is the search's
+    business (tests/test_demo.py); here a loaded machine may leave it inconclusive (exit 11)."""
     res = _run([installed / "attrib", "demo"], tmp_path, 1200)  # its default --dir: ./attrib-demo
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "the planted culprit was found" in res.stdout
+    assert res.returncode in (0, 11), res.stdout + res.stderr
     result = load_result(tmp_path / "attrib-demo" / "result.json")  # the checkout's reader reads the wheel's writing
-    assert isinstance(result, BisectResult) and result.status is Status.CULPRIT_FOUND
+    assert isinstance(result, BisectResult) and result.range_commits >= 60
+    refs = {row.role.value: row for row in result.commits if row.role.value in ("good", "bad")}
+    assert refs["good"].samples > 0 and refs["bad"].samples > 0 and refs["bad"].build and refs["bad"].build.ok
+    assert (tmp_path / result.recipe.path).resolve().parent == (tmp_path / "attrib-demo").resolve()  # the shipped recipe, written there
+    if result.status is Status.CULPRIT_FOUND:
+        assert "the planted culprit was found" in res.stdout
     assert (tmp_path / "attrib-demo" / "report.md").read_text().startswith("# attrib:")
