@@ -55,7 +55,7 @@ class SimWorker(worker_mod.Worker):
                     hook()
                 return sim.run(checkout)
 
-        engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)  # type: ignore[arg-type]
+        engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)
         return sim_result(engine, job.seed)
 
     def write_outputs(self, job: Job, result: BisectResult) -> str | None:
@@ -185,7 +185,7 @@ def test_filing_hook_calls_the_tracker_when_there_is_one(monkeypatch):
     fake = types.ModuleType("attrib.tracker")
     fake.Filing = Filing  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "attrib.tracker", fake)
-    engine = Bisection(HIST, SimBuilder(HIST), SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1), BENCH, TestConfig(), 1)  # type: ignore[arg-type]
+    engine = Bisection(HIST, SimBuilder(HIST), SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1), BENCH, TestConfig(), 1)
     line = worker_mod.file_report("github:acme/k", sim_result(engine, 1), None, Path("/unused"))
     assert line == "opened: https://forge.example/acme/k/issues/1"
     assert calls == [("prepare", "github:acme/k", None, None), ("run", "culprit_found", None)]

@@ -19,8 +19,7 @@ from attrib.evaluate.runners import RunnerEvidence, StaticDiff, Step, evidence_o
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
-from attrib.report.causes import resolve_text, why_text
-from attrib.report.markdown import render
+from attrib.report.markdown import render, resolve_text, why_text
 from attrib.result import RESULT_SCHEMA, BisectResult, CompareResult, dump, from_json, load_result
 from attrib.result.types import TextCause, UnresolvedRange
 
@@ -46,7 +45,7 @@ def test_structured_causes_and_evidence_survive_json(results):
     u = r.unresolved[0]
     causes = (
         Cause(UnresolvedCause.UNDECIDED_AT_CAP, u.commits[:2]),
-        Cause(UnresolvedCause.NOT_CONFIRMED, verdict=Verdict.INCONCLUSIVE),
+        Cause(UnresolvedCause.NOT_CONFIRMED, (u.last_good, u.first_bad), verdict=Verdict.INCONCLUSIVE),
         Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=8, change_pct=1.25),
     )
     culprit = replace(r.culprits[0], static_diff={"registers": (96, 168)}) if r.culprits else None
@@ -130,7 +129,7 @@ def test_the_other_causes_in_words():
     a, b = "a" * 40, "b" * 40
     u = UnresolvedRange("1" * 40, "2" * 40, (a, b, "2" * 40), (
         Cause(UnresolvedCause.UNBUILDABLE, (a, b)),
-        Cause(UnresolvedCause.NOT_CONFIRMED, verdict=Verdict.INCONCLUSIVE),
+        Cause(UnresolvedCause.NOT_CONFIRMED, ("1" * 40, "2" * 40), verdict=Verdict.INCONCLUSIVE),
     ))  # fmt: skip
     s = _settings()
     assert why_text(u, s) == (

@@ -5,7 +5,7 @@ the lease alive from a heartbeat thread while the bisection runs. Threads, not p
 kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
 of the restarted daemon, which takes the job up again once the lease has expired.
 
-Daemon jobs run the engine with jobs=1, so its run order is a function of the seed alone and
+Daemon jobs run the engine with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
 """
 
@@ -158,8 +158,8 @@ class Worker(threading.Thread):
             Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,
             workdir_for(self.settings, job.repo_path),
         )  # fmt: skip
-        # jobs=1: see the module docstring; verify=confirm: the CLI's default.
-        return run_bisect(p, TestConfig(), job.seed, recorder, jobs=1, wrap_runner=recorder.wrap)
+        # probes=1: see the module docstring; verify=confirm: the CLI's default.
+        return run_bisect(p, TestConfig(), job.seed, recorder, probes=1, wrap_runner=recorder.wrap)
 
     def write_outputs(self, job: Job, result: BisectResult) -> str | None:
         out = self.settings.job_dir(job.id)

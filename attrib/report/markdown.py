@@ -14,9 +14,20 @@ from typing import Any
 
 from attrib.core.model import RevertStatus, Status, Verdict
 from attrib.fsutil import atomic_write_text
-from attrib.report.causes import resolve_text, why_text
 from attrib.report.plot import plot_available, render_plot, sparkline
-from attrib.result.types import BisectResult, CompareResult, CulpritRecord, ExecutorInfo, Result, RevertRecord, Role
+from attrib.report.sentences import cause_resolve, cause_why
+from attrib.result.types import (
+    BisectResult,
+    CompareResult,
+    CulpritRecord,
+    ExecutorInfo,
+    Result,
+    RevertRecord,
+    Role,
+    Settings,
+    TextCause,
+    UnresolvedRange,
+)
 
 LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20
@@ -74,6 +85,15 @@ def _cell(text: object) -> str:
 def _sha_list(shas: tuple[str, ...], limit: int = 12) -> str:
     more = f" and {len(shas) - limit} more" if len(shas) > limit else ""
     return ", ".join(f"`{s[:10]}`" for s in shas[:limit]) + more
+
+
+def why_text(u: UnresolvedRange, s: Settings) -> str:
+    """Why the range is open: each cause's sentence (a schema-1 text cause as it was written)."""
+    return "; ".join(c.why if isinstance(c, TextCause) else cause_why(c, s.min_change_pct) for c in u.causes)
+
+
+def resolve_text(u: UnresolvedRange, s: Settings) -> str:
+    return "; ".join(c.resolve if isinstance(c, TextCause) else cause_resolve(c, s.max_rounds) for c in u.causes)
 
 
 def _culprit_phrase(c: CulpritRecord) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from attrib.core.model import Cause, Direction, Purpose, RevertStatus, Status, Verdict
+from attrib.core.model import Cause, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
 
 RESULT_SCHEMA = 2
 
@@ -161,8 +161,8 @@ class Settings:
     reps: int
     seed: int
     executor: str
-    jobs: int = 1
-    verify: str = "confirm"
+    jobs: int = 1  # commits proposed per search step (`--jobs`/`--probes`)
+    verify: VerifyMode = VerifyMode.CONFIRM
 
 
 @dataclass(frozen=True)

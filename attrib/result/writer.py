@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from attrib import __version__
-from attrib.bisection import Comparison, Outcome, RevertCheck, Unresolved
-from attrib.core.model import Cause, Direction, Purpose, RevertStatus, Verdict
+from attrib.bisection import Outcome, RevertCheck
+from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, to_pct
+from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
@@ -42,7 +43,6 @@ from attrib.result.types import (
     RevertRecord,
     Role,
     Settings,
-    TextCause,
     Tool,
     UnresolvedRange,
 )
@@ -68,7 +68,7 @@ class RunContext:
     wall_s: float
     builds_fresh: int
     jobs: int = 1
-    verify: str = "confirm"
+    verify: VerifyMode = VerifyMode.CONFIRM
     executor_info: Mapping[str, object] | None = None
 
 
@@ -134,12 +134,6 @@ def sample_summary(samples: list[float]) -> tuple[tuple[float, ...] | None, tupl
     arr = np.asarray(samples, dtype=float)
     values = arr if arr.size <= MAX_SAMPLE_VALUES else np.quantile(arr, np.linspace(0.0, 1.0, MAX_SAMPLE_VALUES))
     return tuple(_sig(q) for q in np.quantile(arr, QUANTILE_PROBS)), tuple(_sig(v) for v in values)
-
-
-def _causes(u: Unresolved) -> tuple[Cause | TextCause, ...]:
-    # The engine still writes its reasons as sentences (issue 11 point 1 makes them Causes:
-    # then this is `return u.causes`).
-    return (TextCause(u.why, u.resolve),)
 
 
 def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
@@ -301,7 +295,7 @@ def build_result(
         comparisons=tuple(comparison_record(c, direction) for c in outcome.comparisons),
         notes=tuple(outcome.notes),
         unresolved=tuple(
-            UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), _causes(u)) for u in outcome.unresolved
+            UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), tuple(u.causes)) for u in outcome.unresolved
         ),
         drift=tuple(
             DriftRecord(d.commit, drift_role.get(d.commit, DriftRole.CULPRIT), d.blocks, round(d.change_pct, 3))
@@ -320,7 +314,7 @@ def build_result(
             seed=ctx.seed,
             executor=ctx.executor,
             jobs=ctx.jobs,
-            verify=ctx.verify,
+            verify=VerifyMode(ctx.verify),
         ),
         recipe=RecipeRef(str(ctx.recipe.path), ctx.recipe.name, provenance.recipe_sha256),
         executor=_executor(ctx.executor, ctx.executor_info),
