@@ -30,6 +30,16 @@ class RepoError(InputError):
     """Repository missing, revision unknown, or the range makes no sense."""
 
 
+class ResultFormatError(InputError):
+    """A file handed to `attrib report` (or a stored job result) is not a result attrib wrote:
+    names the file and the field, and what was expected there."""
+
+    def __init__(self, source: object, field: str, expected: str) -> None:
+        where = f"{source}: field '{field}'" if field else f"{source}"
+        super().__init__(f"{where}: {expected}")
+        self.source, self.field = source, field
+
+
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
 

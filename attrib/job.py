@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from attrib.bisection import Bisection, Outcome, Reverter
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
@@ -17,14 +16,16 @@ from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError
 from attrib.evaluate.builds import Builder
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
-from attrib.evaluate.runners import Runner
+from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
-from attrib.result import RESULT_SCHEMA, RunContext, build_result, comparison_json
+from attrib.result import BisectResult, CompareResult
+from attrib.result.gather import provenance
+from attrib.result.writer import RunContext, build_result, compare_result
 from attrib.workdir import WorkDir
 
 
@@ -146,7 +147,7 @@ def verify_mode(text: str) -> VerifyMode:
 def run_bisect(
     p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
-) -> dict[str, Any]:
+) -> BisectResult:
     """`probes`: commits proposed per search step (`--jobs`/`--probes`).
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     mode = verify_mode(verify)
@@ -174,28 +175,19 @@ def run_bisect(
         verify=mode,
         executor_info=executor_info,
     )
-    result = build_result(outcome, ctx)
-    if isinstance(tools.runner, CupyRunner):
-        add_kernel_evidence(result, outcome, tools.runner)
-    return result
+    # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
+    evidence = evidence_of(tools.runner, _culprit_steps(outcome))
+    return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
 
 
-def add_kernel_evidence(result: dict[str, Any], outcome: Outcome, runner: CupyRunner) -> None:
-    """What only the cupy runner knows: each culprit's static kernel diff against the commit
-    it was confirmed against, and the GPU it was timed on."""
-    for entry, culprit in zip(result["culprits"], outcome.culprits, strict=True):
-        before = _checkout_of(outcome, culprit.last_good)
-        after = _checkout_of(outcome, culprit.commit)
-        if before is None or after is None:
-            continue
-        diff = runner.static_diff(before, after)
-        if isinstance(diff, str):
-            entry["static_diff_unavailable"] = diff
-        else:
-            entry["static_diff"] = diff
-    gpu = runner.gpu_environment()
-    if gpu:
-        result.setdefault("environment", {})["gpu"] = gpu
+def _culprit_steps(outcome: Outcome) -> list[Step]:
+    """Each culprit's step where both sides built: what a runner's evidence is about."""
+    steps = []
+    for culprit in outcome.culprits:
+        before, after = _checkout_of(outcome, culprit.last_good), _checkout_of(outcome, culprit.commit)
+        if before is not None and after is not None:
+            steps.append(Step(culprit.commit, before, after))
+    return steps
 
 
 def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
@@ -205,18 +197,15 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
     return Path(rec.build.checkout)
 
 
-def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     with opened(p) as tools:
         engine = Bisection(p.repo, tools.builder, tools.runner, p.bench, config, seed, events)
         comp = engine.compare(p.bad, p.good, Purpose.COMPARE)
-    # medians, unit and direction: a comparison is a pair of history points (formats/attrib_result.py)
+    # medians: a comparison is a pair of history points (formats/attrib_result.py)
     records = engine.evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
-    return {
-        "schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction),
-        "unit": p.bench.unit, "direction": p.bench.direction.value, "medians": medians,
-    }  # fmt: skip
+    return compare_result(comp, p.bench, medians)
 
 
 def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:

@@ -188,6 +188,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
     ) -> None:
         """One job: its state, progress, and the result's headline when done."""
         from attrib.report.markdown import headline
+        from attrib.result import BisectResult, from_json
 
         def go() -> int:
             answer = _check(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", _secret(secret_file)), "status")
@@ -200,7 +201,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             if answer.get("error"):
                 typer.echo(f"  error: {answer['error']}")
             if answer.get("result"):
-                typer.echo("  " + headline(answer["result"]).replace("**", "").replace("`", ""))
+                result = from_json(answer["result"], f"job {answer['id']}'s result")
+                if isinstance(result, BisectResult):
+                    typer.echo("  " + headline(result).replace("**", "").replace("`", ""))
             if answer.get("filing"):
                 typer.echo(f"  filing: {answer['filing']}")
             return 0

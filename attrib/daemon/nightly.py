@@ -30,6 +30,7 @@ from attrib.history.order import GitLine
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
 from attrib.history.store import Change, FlagState, HistoryStore, Series
+from attrib.result.types import DetectedChange
 
 ENVELOPE = ("project", "files", "format", "commit", "config", "time")
 MAX_FILES = 100
@@ -173,25 +174,21 @@ def base_url(settings: Settings) -> str:
         return ""
 
 
-def origin(settings: Settings, job_id: str) -> dict[str, Any] | None:
-    """The change points a job bisects, for its report: None when the job came from elsewhere."""
+def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
+    """The change points a job bisects, for its report: empty when the job came from elsewhere."""
     history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
     try:
         changes = history.changes(job_id=job_id)
         if not changes:
-            return None
+            return ()
         series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
     finally:
         history.close()
     base = base_url(settings)
-    return {
-        "source": DETECTED_IN,
-        "change_points": [
-            {
-                "project": series[c.series_id].project, "series": series[c.series_id].label, "before": c.before, "after": c.after,
-                "direction": c.direction, "change_pct": c.change_pct, "ci_pct": list(c.ci_pct), "p_value": c.p_value,
-                "url": f"{base}/series#change-{c.id}",
-            }
-            for c in changes
-        ],
-    }  # fmt: skip
+    return tuple(
+        DetectedChange(
+            series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
+            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series#change-{c.id}",
+        )
+        for c in changes
+    )  # fmt: skip

@@ -42,7 +42,8 @@ from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetc
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
-from attrib.errors import FlagError, InputError, QueueFull, StateError, Unauthorized, UpstreamError
+from attrib.errors import FlagError, InputError, QueueFull, ResultFormatError, StateError, Unauthorized, UpstreamError
+from attrib.result import BisectResult, from_json
 
 log = logging.getLogger("attrib.daemon")
 
@@ -225,6 +226,19 @@ def _api(store: Store, settings: Settings) -> FastAPI:
     return app
 
 
+def _result_cells(job: Job) -> tuple[str, str]:
+    """Status and culprits of a job's stored result, or why it cannot be read."""
+    if job.result is None:
+        return "", ""
+    try:
+        result = from_json(job.result, f"job {job.id}'s result")
+    except ResultFormatError as exc:
+        return "unreadable", str(exc)
+    if not isinstance(result, BisectResult):
+        return result.kind.value, ""
+    return result.status.value, ", ".join(c.commit[:10] for c in result.culprits)
+
+
 def status_page(store: Store) -> str:
     """A small page of the queue and recent results. Every value is escaped: repo names,
     sources and errors come from flags, i.e. from outside."""
@@ -232,8 +246,7 @@ def status_page(store: Store) -> str:
     counts = store.counts()
     rows = []
     for j in store.jobs(50):
-        status = (j.result or {}).get("status", "")
-        culprits = ", ".join(c["commit"][:10] for c in (j.result or {}).get("culprits", []))
+        status, culprits = _result_cells(j)
         phase = j.progress.get("phase", "") if j.state is JobState.RUNNING else (j.error or "")
         report = f'<a href="/v1/jobs/{e(j.id)}/report">report</a>' if j.state is JobState.DONE else ""
         rows.append(
