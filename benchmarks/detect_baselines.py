@@ -11,7 +11,7 @@ Peers (what the issue asks to beat):
               windows + t-test significance, then merge)
   asv         airspeed velocity `step_detect.detect_steps` (L1 Potts model, automatic gamma)
 Candidates tried for attrib's own method (docs/detection.md):
-  ruptures-pelt / ruptures-binseg   the `ruptures` package, L2 cost on log values, penalty
+  ruptures-pelt / ruptures-binseg   the `ruptures` package (only when it is installed), L2 cost on log values, penalty
               from the same scan threshold attrib uses, noise scale from the MAD of differences
   bocpd       Adams & MacKay's Bayesian online change point detection (Normal-Gamma model)
   rank-pelt   attrib's first design (PELT on ranks, no clipping, no re-test)
@@ -19,6 +19,7 @@ Candidates tried for attrib's own method (docs/detection.md):
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable, Sequence
 
@@ -481,9 +482,6 @@ def rank_pelt(values: Sequence[float], min_size: int = 5, alpha: float = 0.001) 
 
 
 PEERS: dict[str, Detector] = {"perfherder": perfherder, "otava": otava, "asv": asv}
-CANDIDATES: dict[str, Detector] = {
-    "rank-pelt": rank_pelt,
-    "ruptures-pelt": ruptures_pelt,
-    "ruptures-binseg": ruptures_binseg,
-    "bocpd": bocpd,
-}
+CANDIDATES: dict[str, Detector] = {"rank-pelt": rank_pelt, "bocpd": bocpd}
+if importlib.util.find_spec("ruptures") is not None:  # optional: `pip install ruptures` to compare with it
+    CANDIDATES.update({"ruptures-pelt": ruptures_pelt, "ruptures-binseg": ruptures_binseg})

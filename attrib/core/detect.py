@@ -26,12 +26,16 @@ The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
    for the standardised Brownian bridge (James, James & Siegmund 1987), which accounts for
    having looked at every split position.
 4. Each new change is re-tested between its neighbours (Otava's merge step): the
-   scan-adjusted p-value of Z on the two adjacent segments must be <= `alpha`, and the
-   Hodges-Lehmann shift between the `window` points nearest to it on each side (raw, not
-   clipped) must be at least `min_change_pct`. The weakest failure is merged away and the
-   rest re-tested until every new change passes. Sizing a change on nearby points only keeps
-   a slow drift (which moves the level a little between neighbouring points) from adding up
-   to a "change".
+   scan-adjusted p-value of Z on the two adjacent segments must be <= `alpha` (the newest
+   change, re-tested every night on a few more points, <= NEWEST_ALPHA_SHARE x alpha), and
+   the Hodges-Lehmann shift between the `window` points nearest to it on each side (raw, not
+   clipped), less one standard error, must be at least `min_change_pct`. The weakest failure
+   is merged away and the rest re-tested until every new change passes. Sizing a change on
+   nearby points only keeps a slow drift from adding up to a "change"; the standard error
+   off corrects for PELT having cut where the local difference peaks.
+   The newest change also waits until the best split of its two segments, with any number
+   of points after it, leaves `min_segment` points after it: otherwise, with three nights of
+   a new level, the cut min_segment pins would be decided two nights too early.
 5. A change whose level later comes back (the level after a later change point is within
    `min_change_pct` of the level before it, or indistinguishable from it at `level`) keeps its
    place and gets `recovered_at`.
@@ -58,8 +62,8 @@ from scipy.special import chdtri  # as in attrib.core.stats: scipy.stats costs a
 from attrib.core.model import Direction
 
 DEFAULT_MIN_SEGMENT = 5  # points on each side of a change: one or two wild nights are not a level
-DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection (benchmarks/RESULTS-detect.md: noise 2 %)
-DEFAULT_ALPHA = 0.001  # per look and free stretch; nightly looks share most data (measured: far below 1/1000 points)
+DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection; half a sigma of 2 % nightly noise
+DEFAULT_ALPHA = 0.001  # per look and free stretch (docs/detection.md: false alerts measured night by night)
 DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
 DEFAULT_LEVEL = 0.95
 CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
