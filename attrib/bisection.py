@@ -23,6 +23,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -141,6 +142,7 @@ class CommitRecord:
     blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
+    nodes: list[str] = field(default_factory=list)  # issue 13: per usable run, the node it ran on ("" here)
 
 
 @dataclass(frozen=True)
@@ -194,8 +196,10 @@ class Bisection:
         *,
         jobs: int = 1,
         reverter: Reverter | None = None,
+        round_context: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.repo = repo
+        self.round_context = round_context or nullcontext  # issue 13: Executor.round
         self.builder = builder
         self.runner = runner
         self.bench = bench
@@ -244,6 +248,7 @@ class Bisection:
         result = self.runner.run(Path(rec.build.checkout))
         rec.excluded.update(result.excluded)
         if result.ok:
+            rec.nodes.append(result.node)  # issue 13
             rec.samples.extend(result.samples)
             logs = oriented_logs(result.samples, self.bench.direction)
             rec.blocks.append(float(np.median(faster_half(logs) if self.bench.block_statistic == "faster_half" else logs)))
@@ -298,7 +303,9 @@ class Bisection:
         while active:
             order = [reference, *active]
             self.rng.shuffle(order)  # order-balanced on average: no side always runs first
-            runs = {sha: self.measure(sha) for sha in order}
+            # issue 13 (slurm): a round runs inside one allocation on one node (Executor.round)
+            with self.round_context():
+                runs = {sha: self.measure(sha) for sha in order}
             self.rounds += 1
             if not runs[reference].ok:
                 failures[reference] += 1

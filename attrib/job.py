@@ -46,6 +46,7 @@ def plan(
     workdir: Path | None,
     *,
     require_ancestor: bool = True,
+    run_id: str | None = None,
 ) -> Plan:
     """Validate every input; raises InputError (exit 2) with one line, and creates nothing."""
     recipe = load_recipe(recipe_path)
@@ -56,10 +57,19 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
+    if executor == "slurm" and bench.runner != "command":
+        raise InputError(
+            f"benchmark '{bench.name}': runner {bench.runner!r} runs inside attrib's process, "
+            'not as a Slurm job; --executor slurm needs runner = "command"'
+        )
     check_runner_requirements(bench)
+    if workdir is None and executor == "slurm" and recipe.slurm and recipe.slurm.shared_dir:
+        workdir = Path(recipe.slurm.shared_dir) / default_workdir(repo.path).name  # the nodes must see it
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
     workdir = (workdir or default_workdir(repo.path)).resolve()
-    made = make_executor(executor, recipe.build, recipe.path.parent, workdir)
+    made = make_executor(
+        executor, recipe.build, recipe.path.parent, workdir, slurm=recipe.slurm, bench=bench, run_id=run_id
+    )
     return Plan(repo, good, bad, recipe, bench, executor, workdir, made)
 
 
@@ -122,7 +132,8 @@ def run_bisect(
     try:
         mirror, builder, runner = _tools(p)
         engine = Bisection(
-            p.repo, builder, wrap_runner(runner) if wrap_runner else runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror)
+            p.repo, builder, wrap_runner(runner) if wrap_runner else runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror),
+            round_context=p.executor.round,
         )
         outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
     finally:
@@ -176,7 +187,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     try:
         _, builder, runner = _tools(p)
-        engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events)
+        engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events, round_context=p.executor.round)
         comp = engine.compare(p.bad, p.good, "compare")
     finally:
         p.executor.close()

@@ -226,6 +226,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
                 if rec.build is None
                 else {"ok": rec.build.ok, "cached": rec.build.cached, "reason": rec.build.reason, "log": rec.build.log_path},
                 "failed_runs": rec.failed_runs,
+                "nodes": dict(Counter(n for n in rec.nodes if n)),  # issue 13: usable runs per node (slurm)
                 **sample_summary(rec.samples),
             }
         )

@@ -7,6 +7,7 @@ below, and the raw counts sit in a collapsed <details> block.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -59,6 +60,14 @@ def _executor_line(ex: dict[str, Any]) -> str:
             f"- executor: docker, image `{ex.get('image')}` id `{ex.get('image_id')}`"
             + (f" digest `{digest}`" if digest else "")
             + f", benchmarks ran {gpus}"
+        )
+    if ex.get("name") == "slurm":  # issue 13: where the rounds ran (a round is paired on one node only)
+        per_node = Counter(r["node"] for r in ex.get("rounds", []) if r.get("node"))
+        lost = sum(1 for r in ex.get("rounds", []) if r.get("fault"))
+        nodes = ", ".join(f"`{n}` {k}" for n, k in sorted(per_node.items())) or "none"
+        return (
+            f"- executor: slurm, partition {ex.get('partition')}, {ex.get('jobs_submitted', 0)} jobs; "
+            f"rounds per node: {nodes}" + (f"; {lost} round(s) lost their allocation" if lost else "")
         )
     return f"- executor: {ex.get('name', 'local')}"
 

@@ -1,14 +1,16 @@
-"""Executors run a build command or a benchmark for one checkout: on the host (local) or in a
-container on a Docker engine (docker). The rest of attrib only sees the `Executor` protocol."""
+"""Executors run a build command or a benchmark for one checkout: on the host (local), in a
+container on a Docker engine (docker), or as jobs on a Slurm cluster (slurm). The rest of attrib
+only sees the `Executor` protocol."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from attrib.recipe import BuildSpec
+from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmSpec
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,7 @@ class ProcessResult:
     stderr: str
     timed_out: bool
     duration_s: float
+    node: str = ""  # where it ran, when the executor can tell (slurm: the node's name)
 
     @property
     def ok(self) -> bool:
@@ -39,6 +42,12 @@ class Executor(Protocol):
         """Run a benchmark argv (no shell) in the checkout."""
         ...
 
+    def round(self) -> AbstractContextManager[object]:
+        """One measurement round: every `run()` inside lands on the same machine, so that the
+        pairing of a round's runs cancels that machine's drift (slurm: one allocation on one
+        node; local and docker: a null context, they only have one machine)."""
+        ...
+
     def describe(self) -> dict[str, object]:
         """What a result should record about where it ran (image digest, GPUs...)."""
         ...
@@ -48,15 +57,30 @@ class Executor(Protocol):
         ...
 
 
-EXECUTORS = ("local", "docker")
+EXECUTORS = ("local", "docker", "slurm")
 
 
 def make_executor(
-    name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None, workdir: Path | None = None
+    name: str,
+    build: BuildSpec | None = None,
+    recipe_dir: Path | None = None,
+    workdir: Path | None = None,
+    *,
+    slurm: SlurmSpec | None = None,
+    bench: BenchmarkSpec | None = None,
+    run_id: str | None = None,
 ) -> Executor:
-    """The executor `name`, set up for the recipe's [build] section (docker: image, limits)."""
+    """The executor `name`, set up for the recipe's [build] section (docker: image, limits)
+    and [slurm] table (slurm; `run_id` names its jobs, so a restarted daemon finds them)."""
     from attrib.errors import InputError
 
+    if name == "slurm":
+        from attrib.evaluate.executors.slurm import SlurmExecutor
+
+        return SlurmExecutor(
+            slurm or SlurmSpec(), build or BuildSpec(commands=("true",)), (workdir or Path.cwd()).resolve(),
+            bench=bench, run_id=run_id,
+        )  # fmt: skip
     if name == "local":
         from attrib.evaluate.executors.local import LocalExecutor
 

@@ -57,9 +57,13 @@ class CommandRunner:
     def run(self, checkout: Path) -> RunResult:
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
         if res.timed_out:
-            return RunResult((), f"timed out after {self.spec.timeout_s:g} s", res.duration_s)
+            return RunResult((), f"timed out after {self.spec.timeout_s:g} s", res.duration_s, node=res.node)
         if res.returncode != 0:
             tail = res.stderr.strip()[-ERROR_TAIL_CHARS:]
-            return RunResult((), f"exit {res.returncode}: {tail}" if tail else f"exit {res.returncode}", res.duration_s)
+            if res.returncode is None:  # it never ran to an exit (slurm: its job was lost): stderr says why
+                why = tail or "did not run"
+            else:
+                why = f"exit {res.returncode}: {tail}" if tail else f"exit {res.returncode}"
+            return RunResult((), why, res.duration_s, node=res.node)
         samples, excluded, error = parse_samples(res.stdout)
-        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded))
+        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded), res.node)
