@@ -32,7 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +208,7 @@ class _Round:
     job_id: int | None = None
     node: str = ""
     fault: str = ""  # set once the allocation is lost: the round's remaining runs fail
+    lost: list[str] = field(default_factory=list)  # allocations lost before a run started (retried)
     runs: int = 0
     submit_to_start_s: float | None = None
 
@@ -494,7 +495,7 @@ class SlurmExecutor:
             self.rounds.append(
                 {
                     "round": current.index, "job": current.job_id, "node": current.node, "runs": current.runs,
-                    "fault": current.fault, "submit_to_start_s": current.submit_to_start_s,
+                    "fault": current.fault, "lost": current.lost, "submit_to_start_s": current.submit_to_start_s,
                 }
             )  # fmt: skip
 
@@ -527,6 +528,7 @@ class SlurmExecutor:
             if info.nodes:
                 self.bad_nodes.add(info.nodes)
             faults.append(why)
+            r.lost.append(why)
             log.warning("round %d: allocation %s", r.index, why)
         r.fault = "; ".join(faults)
 
