@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli, spec
+from test_daemon_e2e import _wait
 
 from attrib.demo import generate_tree
 
@@ -70,16 +71,6 @@ def attrib_jobs() -> list[tuple[int, str, str]]:
     res = subprocess.run(["squeue", "--noheader", "--format=%i %j %T"], capture_output=True, text=True, check=True, timeout=60)
     rows = [line.split() for line in res.stdout.splitlines() if line.strip()]
     return [(int(r[0]), r[1], r[2]) for r in rows if r[1].startswith("attrib-")]
-
-
-def _wait(what: str, check: Any, deadline_s: float = DEADLINE_S, every_s: float = 0.05) -> Any:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(every_s)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _recipe(path: Path, where_log: Path, build_extra: str = "", slurm_extra: str = "") -> Path:
@@ -210,7 +201,7 @@ def test_ctrl_c_leaves_no_job_in_squeue(tmp_path: Path, during: str):
     )  # fmt: skip
     try:
         kind = f"-{during}-"
-        seen = _wait(f"a running {during} job", lambda: [j for j in attrib_jobs() if kind in j[1] and j[2] == "RUNNING"])
+        seen = _wait(f"a running {during} job", every_s=0.05, check=lambda: [j for j in attrib_jobs() if kind in j[1] and j[2] == "RUNNING"])
         if during == "build":
             _wait("both builds running", lambda: len([j for j in attrib_jobs() if kind in j[1] and j[2] == "RUNNING"]) >= 2)
         proc.send_signal(signal.SIGINT)
