@@ -275,3 +275,27 @@ def test_plan_time_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.Monke
     res = run_cli("bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
                   "--executor", "slurm", "--workdir", tmp_path / "shared" / "w")  # fmt: skip
     assert res.code == 2 and "no Slurm controller answers" in res.stderr, res.stderr
+
+
+def test_a_work_dir_the_nodes_cannot_see_is_refused_at_plan_time(tmp_path: Path):
+    """The CLI runs in a mount namespace of its own with a private tmpfs on the work dir: the
+    slurmd's, outside it, see an empty directory there, as a node without the shared mount would."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) to give the CLI a mount the nodes do not have")
+    tree = generate_tree(tmp_path / "repo", spec(commits=4, culprits=((2, STEP_PCT),), broken=None))
+    recipe = _recipe(tmp_path / "r.toml", tmp_path / "where.log")
+    private = tmp_path / "private"
+    private.mkdir()
+    script = 'mount -t tmpfs none "$1" && shift && exec "$@"'
+    proc = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script, "sh", str(private), sys.executable, "-m", "attrib", "bisect",
+         "--repo", str(tree.path), "--good", tree.good, "--bad", tree.bad, "--recipe", str(recipe),
+         "--executor", "slurm", "--workdir", str(private / "work")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if proc.returncode != 2 and "mount" in proc.stderr and "attrib" not in proc.stderr:
+        pytest.skip(f"cannot make a private mount here: {proc.stderr.strip()[-200:]}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "a Slurm node cannot read it" in lines[0] and "shared_dir" in lines[0], proc.stderr
+    _wait("the check job to end", lambda: attrib_jobs() == [], deadline_s=120)  # srun ran it to its end

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import threading
@@ -277,6 +278,7 @@ class SlurmExecutor:
                 f"[slurm] shared_dir {shared}: the work dir {self.workdir} is not under it; "
                 "give --workdir under it, or leave --workdir out to use it"
             )
+        fresh = not self.workdir.exists()  # bad input leaves nothing behind: remove it again on failure
         self.logs.mkdir(parents=True, exist_ok=True)
         if not self.script.exists() or self.script.read_text() != JOB_SCRIPT:
             self.script.write_text(JOB_SCRIPT)
@@ -292,6 +294,8 @@ class SlurmExecutor:
             token_file.unlink(missing_ok=True)
         if res.returncode != 0 or res.stdout.strip() != token:
             said = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
+            if fresh:
+                shutil.rmtree(self.workdir, ignore_errors=True)
             raise SlurmUnavailable(
                 f"work dir {self.workdir}: a Slurm node cannot read it ({said}); checkouts and builds must be on a "
                 "filesystem every node mounts: set [slurm] shared_dir (docs/slurm.md)"
