@@ -26,11 +26,9 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -40,8 +38,8 @@ from typing import Any
 from attrib.errors import JobStopped, SlurmInterrupted, SlurmUnavailable
 from attrib.evaluate.executors import ProcessResult
 from attrib.evaluate.executors.local import run_process
+from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, JobWatcher, SlurmCli
 from attrib.evaluate.executors.slurm_plan import (
-    Backoff,
     Ending,
     JobInfo,
     JobKind,
@@ -49,8 +47,6 @@ from attrib.evaluate.executors.slurm_plan import (
     build_time_min,
     ending,
     exclusion,
-    job_from_scontrol,
-    job_from_squeue,
     job_name,
     run_prefix,
     sbatch_build_argv,
@@ -62,7 +58,6 @@ from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmSpec
 
 log = logging.getLogger("attrib.slurm")
 
-CLI_TIMEOUT_S = 60.0  # one Slurm command; a controller slower than this counts as not answering
 CLOSE_WAIT_S = 60.0  # how long close() waits for squeue to stop listing cancelled jobs
 STEP_POLL_S = 0.5  # how often a running step checks for a cancel or a stop
 STAMP_VAR = "ATTRIB_STAMP"
@@ -78,129 +73,6 @@ rc=$?
 [ -n "$ATTRIB_STAMP" ] && date +%s.%N > "$ATTRIB_STAMP.end"
 exit $rc
 """
-
-
-class SlurmCli:
-    """The only place attrib runs Slurm's commands; counts each call by command."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.started = time.monotonic()
-        self._lock = threading.Lock()
-
-    def call(
-        self, argv: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = CLI_TIMEOUT_S
-    ) -> subprocess.CompletedProcess[str]:
-        with self._lock:
-            self.calls[argv[0]] += 1
-        try:
-            return subprocess.run(
-                list(argv), capture_output=True, text=True, errors="replace", env=None if env is None else dict(env),
-                timeout=timeout_s, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        except FileNotFoundError:
-            raise SlurmUnavailable(
-                f"--executor slurm: {argv[0]} not found on PATH (Slurm's client commands; Debian: slurm-client)"
-            ) from None
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(list(argv), -1, "", f"{argv[0]} did not answer within {timeout_s:g} s")
-
-    def submit(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[int | None, str]:
-        """(job id, "") or (None, sbatch's complaint)."""
-        res = self.call(argv, env)
-        first = res.stdout.strip().split(";")[0]
-        if res.returncode == 0 and first.isdigit():
-            return int(first), ""
-        return None, (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
-
-    def jobs(self) -> list[JobInfo] | None:
-        """Every job of this user the controller knows (pending, running, recently ended).
-        22.05's squeue ignores its filters with --json, so the caller filters by name."""
-        import json
-
-        res = self.call(["squeue", "--json", "--me"])
-        if res.returncode != 0:
-            return None
-        try:
-            return [job_from_squeue(j) for j in json.loads(res.stdout).get("jobs", [])]
-        except (ValueError, KeyError, TypeError):
-            return None
-
-    def show_job(self, job_id: int) -> JobInfo | None:
-        res = self.call(["scontrol", "show", "job", "-o", str(job_id)])
-        return job_from_scontrol(res.stdout.strip()) if res.returncode == 0 else None
-
-    def cancel(self, job_ids: Sequence[int]) -> None:
-        if job_ids:
-            self.call(["scancel", *map(str, job_ids)])
-
-    def nodes(self, partition: str | None) -> list[str]:
-        argv = ["sinfo", "--noheader", "--Node", "--format=%N"] + ([f"--partition={partition}"] if partition else [])
-        res = self.call(argv)
-        if res.returncode != 0:
-            raise SlurmUnavailable(f"--executor slurm: sinfo failed: {res.stderr.strip() or res.returncode}")
-        return sorted(set(res.stdout.split()))
-
-
-class JobWatcher:
-    """One squeue for all of this run's jobs in flight, shared by every waiting thread, at an
-    interval that starts short and backs off while nothing changes."""
-
-    def __init__(self, cli: SlurmCli, prefix: str, backoff: Backoff | None = None) -> None:
-        self.cli = cli
-        self.prefix = prefix
-        self.backoff = backoff or Backoff()
-        self.latest: dict[int, JobInfo] = {}
-        self._cond = threading.Condition()
-        self._poll_lock = threading.Lock()
-        self._generation = 0
-        self._interval = self.backoff.first_s
-        self._last = 0.0
-
-    def kick(self) -> None:
-        """Something new happened (a submission): look again soon."""
-        with self._cond:
-            self._interval = self.backoff.first_s
-
-    def _poll(self) -> None:
-        jobs = self.cli.jobs()
-        with self._cond:
-            changed = False
-            if jobs is not None:
-                for info in jobs:
-                    if info.name.startswith(self.prefix):
-                        old = self.latest.get(info.job_id)
-                        changed |= old is None or old.state is not info.state
-                        self.latest[info.job_id] = info
-            self._interval = self.backoff.first_s if changed else self.backoff.next(self._interval)
-            self._last = time.monotonic()
-            self._generation += 1
-            self._cond.notify_all()
-
-    def next(self, job_id: int) -> JobInfo | None:
-        """The job as the next poll (not an earlier one) sees it."""
-        with self._cond:
-            seen = self._generation
-        while True:
-            with self._cond:
-                if self._generation > seen:
-                    return self.latest.get(job_id)
-                due = self._last + self._interval - time.monotonic()
-            if due <= 0 and self._poll_lock.acquire(blocking=False):
-                try:
-                    self._poll()
-                finally:
-                    self._poll_lock.release()
-                continue
-            with self._cond:
-                if self._generation == seen:
-                    self._cond.wait(timeout=max(0.05, due))
-
-    def refresh(self, job_id: int) -> JobInfo | None:
-        """Poll now (a step just failed: is its allocation still there?)."""
-        with self._poll_lock:
-            self._poll()
-        return self.latest.get(job_id)
 
 
 @dataclass
@@ -327,6 +199,8 @@ class SlurmExecutor:
             self._saved_handlers[sig] = previous
 
             def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+                if previous == signal.SIG_IGN:
+                    return
                 self._aborted.set()
                 if callable(previous):
                     previous(signum, frame)
@@ -476,6 +350,8 @@ class SlurmExecutor:
                 info.exit_status if info.exit_status is not None else (0 if info.state is SlurmState.COMPLETED else 1)
             )
             return ProcessResult(code, out, errs, False, duration, info.nodes)
+        if info.state is SlurmState.UNKNOWN:
+            self._cancel([job_id])  # lost from sight, maybe not from the cluster: never leave it running
         if info.nodes:
             self.bad_nodes.add(info.nodes)
         return info.describe()
