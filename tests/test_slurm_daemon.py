@@ -64,6 +64,8 @@ def test_daemon_with_slurm_survives_kill_9_cancel_and_stop(tmp_path: Path):
             return n if n >= SAMPLES_BEFORE_KILL else 0
 
         _wait("samples to be recorded", recorded)
+        # kill it while a round's allocation runs, so that the restart has a leftover to find
+        _wait("a running round", lambda: [j for j in _ours(job_id) if "-round-" in j[1] and j[2] == "RUNNING"], every_s=0.01)
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(timeout=60)
     finally:
