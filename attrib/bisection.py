@@ -1,8 +1,10 @@
-"""Drive one bisection: the pure search and statistics on one side, builds and runs on the other.
+"""The search driver: which comparisons to ask for, and what their verdicts mean.
 
-The engine owns no policy of its own beyond ordering the work:
+It asks the evaluation stage (evaluate/evaluation.py) for comparisons and reads their
+verdicts; it never builds, runs, pools noise or decides a test itself:
   1. preflight: compare bad against good; no meaningful worsening -> not reproduced;
-  2. bisect the first-parent chain for the first commit worse than the current reference;
+  2. bisect the first-parent chain for the first commit worse than the current reference
+     (core/search.py proposes the probes);
   3. confirm the boundary with a direct, paired comparison culprit^ vs culprit; when that
      disagrees with the verdicts that led there, re-test both ends and search on;
   4. a merge culprit is descended into (its second-parent line, against the merge base);
@@ -10,8 +12,11 @@ The engine owns no policy of its own beyond ordering the work:
      several culprits in one range are found one after another;
   6. optionally, revert each culprit on top of bad and show the regression goes away.
 
-With jobs > 1 the search proposes several commits at once (posterior quantiles), builds them
-concurrently and measures them in shared rounds against one reference block.
+With probes > 1 the search proposes several commits at once (posterior quantiles), which are
+built concurrently and measured in shared rounds against one reference.
+
+Why an outcome is unresolved is recorded as structured causes (core/model.Cause); turning
+them into sentences (and naming CLI flags) is the report's job.
 """
 
 
@@ -19,63 +24,30 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-
-from attrib.core.model import CommitInfo, Status, Verdict
+from attrib.core.model import Cause, CommitInfo, Purpose, RevertStatus, Status, UnresolvedCause, Verdict
 from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
-from attrib.core.stats import (
-    Estimate,
-    TestConfig,
-    block_shift,
-    faster_half,
-    min_change_shift,
-    oriented_logs,
-    pooled_sigma,
-    robust_sd,
-    shift_estimate,
-    sprt,
-    to_pct,
-)
+from attrib.core.stats import TestConfig, to_pct
 from attrib.errors import ReferenceFailed
-from attrib.evaluate.builds import Builder, BuildRecord
-from attrib.evaluate.runners import Runner, RunResult
-from attrib.gitrepo import GitRepo
+from attrib.evaluate.evaluation import Builder, CommitRecord, Comparison, Drift, Evaluation
+from attrib.evaluate.runners import Runner
+from attrib.events import Events
 from attrib.recipe import BenchmarkSpec
 
-MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
-CONFIRM_MIN_ROUNDS_FACTOR = 2  # the confirmation also sizes the culprit's CI: give it more rounds
 MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
-EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
-DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
-DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
 
 
-class Events(Protocol):
-    """Progress handler: the CLI shows these on a terminal or as log lines."""
+class History(Protocol):
+    """The commit graph the search walks (git, or a simulated history)."""
 
-    def phase(self, text: str) -> None: ...
-    def build_started(self, commit: CommitInfo) -> None: ...
-    def build_finished(self, commit: CommitInfo, record: BuildRecord) -> None: ...
-    def round_done(self, candidate: CommitInfo, reference: CommitInfo, rounds: int, llr: float, samples: int) -> None: ...
-    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: str) -> None: ...
-
-
-class NullEvents:
-    def phase(self, text: str) -> None: ...
-    def build_started(self, commit: CommitInfo) -> None: ...
-    def build_finished(self, commit: CommitInfo, record: BuildRecord) -> None: ...
-    def round_done(self, candidate: CommitInfo, reference: CommitInfo, rounds: int, llr: float, samples: int) -> None: ...
-    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: str) -> None: ...
+    def info(self, sha: str) -> CommitInfo: ...
+    def first_parent_chain(self, good: str, bad: str) -> list[str]: ...
+    def merge_base(self, a: str, b: str) -> str: ...
 
 
 # Makes a commit that reverts `culprit` on top of `onto`; None when the revert conflicts.
@@ -83,25 +55,10 @@ Reverter = Callable[[str, str], "CommitInfo | None"]
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One sequential test of a candidate against a reference."""
-
-    candidate: str
-    reference: str
-    purpose: str  # preflight | probe | retest | confirm | remaining | revert | compare
-    verdict: Verdict
-    diffs: tuple[float, ...]  # per-round oriented log shifts, candidate - reference
-    llr: float
-    sigma: float
-    estimate: Estimate
-    reason: str = ""  # why it is a skip
-
-
-@dataclass(frozen=True)
 class RevertCheck:
     """bad with the culprit reverted on top, compared with bad itself."""
 
-    status: str  # recovered | not_recovered | inconclusive | conflict | build_failed | unavailable
+    status: RevertStatus
     reverted: str | None  # sha of the revert commit (made in the work dir's mirror)
     comparison: Comparison | None  # candidate = bad, reference = the reverted build
     detail: str = ""
@@ -125,31 +82,12 @@ class Culprit:
 
 @dataclass(frozen=True)
 class Unresolved:
-    """An inconclusive outcome's smallest range that holds the change, and what would settle it."""
+    """An inconclusive outcome's smallest range that holds the change, and why it is open."""
 
     last_good: str
     first_bad: str
     commits: tuple[str, ...]  # the candidates inside, ending with first_bad
-    why: str
-    resolve: str
-
-
-@dataclass
-class CommitRecord:
-    info: CommitInfo
-    build: BuildRecord | None = None
-    samples: list[float] = field(default_factory=list)
-    blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
-    failed_runs: list[str] = field(default_factory=list)
-    excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
-    nodes: list[str] = field(default_factory=list)  # issue 13: per usable run, the node it ran on ("" here)
-
-
-@dataclass(frozen=True)
-class Drift:
-    commit: str
-    blocks: int
-    change_pct: float  # level of its last blocks against its first ones
+    causes: tuple[Cause, ...]
 
 
 @dataclass(frozen=True)
@@ -186,7 +124,7 @@ class _Segment:
 class Bisection:
     def __init__(
         self,
-        repo: GitRepo,
+        repo: History,
         builder: Builder,
         runner: Runner,
         bench: BenchmarkSpec,
@@ -194,173 +132,43 @@ class Bisection:
         seed: int,
         events: Events | None = None,
         *,
-        jobs: int = 1,
+        probes: int = 1,
         reverter: Reverter | None = None,
         round_context: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.repo = repo
-        self.round_context = round_context or nullcontext  # issue 13: Executor.round
-        self.builder = builder
-        self.runner = runner
         self.bench = bench
         self.config = config
-        self.jobs = max(1, jobs)
+        self.probes = max(1, probes)
         self.reverter = reverter
-        self.delta = min_change_shift(bench.min_change_pct)
-        self.rng = random.Random(seed)
-        self.events: Events = events or NullEvents()
-        self.records: dict[str, CommitRecord] = {}
-        self.comparisons: list[Comparison] = []
+        self.evaluation = Evaluation(
+            repo, builder, runner, bench, config, random.Random(seed), events, build_width=self.probes,
+            round_context=round_context,
+        )
+        self.events = self.evaluation.events
         self.verdicts: dict[str, tuple[str, Verdict]] = {}
         self.order: list[str] = []
         self.notes: list[str] = []
         self.unresolved: list[Unresolved] = []
-        self.rounds = 0
 
-    # --- edges: build and measure one commit ----------------------------------------------
-
-    def record(self, sha: str, info: CommitInfo | None = None) -> CommitRecord:
-        if sha not in self.records:
-            self.records[sha] = CommitRecord(info or self.repo.info(sha))
-        return self.records[sha]
-
-    def build(self, sha: str) -> BuildRecord:
-        rec = self.record(sha)
-        if rec.build is None:
-            self.events.build_started(rec.info)
-            rec.build = self.builder.build(rec.info)
-            self.events.build_finished(rec.info, rec.build)
-        return rec.build
-
-    def build_all(self, shas: Sequence[str]) -> None:
-        """Build several commits, concurrently when jobs > 1 (builds are independent)."""
-        todo = [s for s in dict.fromkeys(shas) if self.record(s).build is None]
-        if self.jobs > 1 and len(todo) > 1:
-            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-                list(pool.map(self.build, todo))
-        else:
-            for sha in todo:
-                self.build(sha)
-
-    def measure(self, sha: str) -> RunResult:
-        rec = self.record(sha)
-        assert rec.build is not None and rec.build.ok
-        result = self.runner.run(Path(rec.build.checkout))
-        rec.excluded.update(result.excluded)
-        if result.ok:
-            rec.nodes.append(result.node)  # issue 13
-            rec.samples.extend(result.samples)
-            logs = oriented_logs(result.samples, self.bench.direction)
-            rec.blocks.append(float(np.median(faster_half(logs) if self.bench.block_statistic == "faster_half" else logs)))
-        else:
-            rec.failed_runs.append(result.error)
-        return result
-
-    # --- sequential comparisons -----------------------------------------------------------
-
-    def compare(self, candidate: str, reference: str, purpose: str, min_rounds: int | None = None) -> Comparison:
-        return self.compare_many([candidate], reference, purpose, min_rounds)[0]
+    # --- asking the evaluation stage ------------------------------------------------------
 
     def compare_many(
         self,
         candidates: Sequence[str],
         reference: str,
-        purpose: str,
-        min_rounds: int | None = None,
-        *,
-        resume: Mapping[str, Sequence[float]] | None = None,
-        max_rounds: int | None = None,
+        purpose: Purpose,
+        config: TestConfig | None = None,
+        **kw: object,
     ) -> list[Comparison]:
-        """Sequential tests of each candidate against one reference, in shared rounds.
+        comps = self.evaluation.compare(candidates, reference, purpose, config, **kw)  # type: ignore[arg-type]
+        if purpose.places_commit:
+            for comp in comps:
+                self.verdicts[comp.candidate] = (reference, comp.verdict)
+        return comps
 
-        Each round runs the reference and every undecided candidate once, in a fresh random
-        order; each candidate's SPRT sees its own paired shifts and stops on its own.
-        `resume` continues earlier tests from their shifts (with a higher `max_rounds`)."""
-        config = replace(
-            self.config,
-            min_rounds=max(min_rounds or 0, self.config.min_rounds),
-            max_rounds=max_rounds or self.config.max_rounds,
-        )
-        self.build_all([reference, *candidates])
-        results: dict[str, Comparison] = {}
-        for cand in candidates:
-            for sha in (reference, cand):
-                build = self.record(sha).build
-                if build is not None and not build.ok and cand not in results:
-                    why = f"{self.record(sha).info.short} did not build: {build.reason}"
-                    results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, [], 0.0, 0.0, why)
-        active = [c for c in dict.fromkeys(candidates) if c not in results]
-        diffs: dict[str, list[float]] = {c: list((resume or {}).get(c, ())) for c in active}
-        failures: Counter[str] = Counter()
-        successes: Counter[str] = Counter()
-
-        def hopeless(sha: str) -> bool:
-            # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
-            return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
-
-        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2]
-        ref = self.record(reference)
-        while active:
-            order = [reference, *active]
-            self.rng.shuffle(order)  # order-balanced on average: no side always runs first
-            # issue 13 (slurm): a round runs inside one allocation on one node (Executor.round)
-            with self.round_context():
-                runs = {sha: self.measure(sha) for sha in order}
-            self.rounds += 1
-            if not runs[reference].ok:
-                failures[reference] += 1
-                if hopeless(reference):
-                    why = f"the reference {ref.info.short}'s benchmark failed {failures[reference]} times: {runs[reference].error}"
-                    for cand in active:
-                        results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
-                    break
-                continue
-            successes[reference] += 1
-            ref_logs = oriented_logs(runs[reference].samples, self.bench.direction)
-            for cand in list(active):
-                run = runs[cand]
-                if not run.ok:
-                    failures[cand] += 1
-                    if hopeless(cand):
-                        why = f"{self.record(cand).info.short}'s benchmark failed {failures[cand]} times: {run.error}"
-                        results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
-                        active.remove(cand)
-                    continue
-                successes[cand] += 1
-                d = diffs[cand]
-                d.append(block_shift(ref_logs, oriented_logs(run.samples, self.bench.direction), self.bench.block_statistic))
-                sigma = pooled_sigma([*history, d])
-                if len(d) >= config.min_rounds:
-                    # Real noise is not stationary: when this comparison is noisier than the
-                    # history, its own spread wins, so a quiet past cannot make it overconfident.
-                    # Robust (MAD) spread: one disturbed round must not stall the test.
-                    sigma = max(sigma, robust_sd(d))
-                decision = sprt(d, self.delta, sigma, config)
-                cand_rec = self.record(cand)
-                self.events.round_done(cand_rec.info, ref.info, len(d), decision.llr, len(cand_rec.samples) + len(ref.samples))
-                if decision.verdict is not None:
-                    results[cand] = self._finish(cand, reference, purpose, decision.verdict, d, decision.llr, sigma)
-                    active.remove(cand)
-        return [results[c] for c in candidates]
-
-    def _finish(
-        self,
-        candidate: str,
-        reference: str,
-        purpose: str,
-        verdict: Verdict,
-        diffs: Sequence[float],
-        llr: float,
-        sigma: float,
-        reason: str = "",
-    ) -> Comparison:
-        comp = Comparison(candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs), reason)
-        self.comparisons.append(comp)
-        if purpose in ("probe", "retest", "extend"):
-            self.verdicts[candidate] = (reference, verdict)
-        detail = reason or f"{len(diffs)} rounds, LLR {llr:+.2f}"
-        self.events.verdict(self.record(candidate).info, self.record(reference).info, verdict, detail)
-        return comp
+    def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
+        return self.compare_many([candidate], reference, purpose, config)[0]
 
     # --- the search -----------------------------------------------------------------------
 
@@ -368,9 +176,9 @@ class Bisection:
         chain = self.repo.first_parent_chain(good, bad)
         self.order = [good, *chain]
         self.events.phase(f"preflight: is {bad[:10]} worse than {good[:10]}?")
-        preflight = self.compare(bad, good, "preflight")
+        preflight = self.compare(bad, good, Purpose.PREFLIGHT)
         for sha, role in ((good, "good"), (bad, "bad")):
-            build = self.record(sha).build
+            build = self.evaluation.record(sha).build
             if build is not None and not build.ok:
                 raise ReferenceFailed(f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}")
         if preflight.verdict is Verdict.SKIP:
@@ -378,17 +186,12 @@ class Bisection:
         if preflight.verdict is Verdict.GOOD:
             return self._outcome(Status.NOT_REPRODUCED, good, bad, [], preflight)
         if preflight.verdict is Verdict.INCONCLUSIVE:
-            self.unresolved.append(
-                Unresolved(
-                    good,
-                    bad,
-                    tuple(chain),
-                    f"bad is not clearly worse than good by {self.bench.min_change_pct:g} % after {len(preflight.diffs)} rounds "
-                    f"(measured {to_pct(preflight.estimate.shift, self.bench.direction):+.2f} %)",
-                    f"more rounds (--max-rounds {self.config.max_rounds * 2}); or, if a change this small does not "
-                    "matter, nothing: it is below the recipe's min_change_pct",
-                )
+            cause = Cause(
+                UnresolvedCause.NOT_CLEARLY_WORSE,
+                rounds=len(preflight.diffs),
+                change_pct=to_pct(preflight.estimate.shift, self.bench.direction),
             )
+            self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
             return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
         culprits = self.find_culprits(chain, good, preflight)
         if verify_revert:
@@ -403,7 +206,7 @@ class Bisection:
         culprits: list[Culprit] = []
         while chain:
             end = chain[-1]
-            test = known_bad or self.compare(end, reference, "remaining")
+            test = known_bad or self.compare(end, reference, Purpose.REMAINING)
             known_bad = None
             if test.verdict is not Verdict.BAD:
                 if test.verdict is Verdict.INCONCLUSIVE:
@@ -419,12 +222,12 @@ class Bisection:
         return culprits
 
     def _next_probes(self, seg: _Segment) -> list[int]:
-        if self.jobs == 1:
+        if self.probes == 1:
             probe = next_probe(seg.verdicts)
             return [] if probe is None else [probe]
         b = boundary(seg.verdicts)
         open_positions = [i for i in range(b.last_good + 1, b.first_bad) if seg.verdicts[i] is None]
-        return posterior_quantiles(seg.posterior(), self.jobs, open_positions)
+        return posterior_quantiles(seg.posterior(), self.probes, open_positions)
 
     def bisect(self, chain: list[str], reference: str) -> Culprit:
         seg = _Segment([reference, *chain], [Verdict.GOOD, *([None] * (len(chain) - 1)), Verdict.BAD])
@@ -441,7 +244,7 @@ class Bisection:
                 )
                 probes, stopped = [], True
             if probes:
-                comps = self.compare_many([seg.positions[p] for p in probes], reference, "probe")
+                comps = self.compare_many([seg.positions[p] for p in probes], reference, Purpose.PROBE)
                 for pos, comp in zip(probes, comps, strict=True):
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.llr))
@@ -453,7 +256,7 @@ class Bisection:
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
-            confirm = self.compare(culprit, last_good, "confirm", self.config.min_rounds * CONFIRM_MIN_ROUNDS_FACTOR)
+            confirm = self.compare(culprit, last_good, Purpose.CONFIRM, self.config.confirming())
             seg.steps.append((b.last_good, b.first_bad, confirm.llr))
             if confirm.verdict is Verdict.BAD or retries >= MAX_CONFIRM_RETRIES:
                 if confirm.verdict is not Verdict.BAD:
@@ -475,7 +278,7 @@ class Bisection:
             # definition: neither is re-tested, so the segment stays closed.
             for pos in (b.first_bad, b.last_good):
                 if 0 < pos < len(chain):
-                    comp = self.compare(seg.positions[pos], reference, "retest")
+                    comp = self.compare(seg.positions[pos], reference, Purpose.RETEST)
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.llr))
 
@@ -491,11 +294,9 @@ class Bisection:
             return False
         shas = [seg.positions[i] for i in todo]
         seg.extended.update(shas)
-        last = {c.candidate: c.diffs for c in self.comparisons if c.reference == reference and c.candidate in shas}
+        last = {c.candidate: c.diffs for c in self.evaluation.comparisons if c.reference == reference and c.candidate in shas}
         self.events.phase(f"more samples for {len(shas)} inconclusive commit(s) at the boundary")
-        comps = self.compare_many(
-            shas, reference, "extend", resume=last, max_rounds=self.config.max_rounds * EXTEND_FACTOR
-        )
+        comps = self.compare_many(shas, reference, Purpose.EXTEND, self.config.extended(), resume=last)
         for i, comp in zip(todo, comps, strict=True):
             seg.verdicts[i] = comp.verdict
             # the extension continues the same test: its LLR replaces the earlier one
@@ -504,7 +305,7 @@ class Bisection:
 
     def descend(self, found: Culprit) -> list[Culprit]:
         """A merge culprit stands for the commits it brought in: name the one inside."""
-        info = self.record(found.commit).info
+        info = self.evaluation.record(found.commit).info
         if not info.is_merge or found.ambiguous_with:
             return [found]
         first, second = info.parents[0], info.parents[1]
@@ -532,63 +333,61 @@ class Bisection:
     def revert_check(self, culprit: str, bad: str) -> RevertCheck:
         """Build bad with the culprit reverted and show that the regression goes away."""
         if self.reverter is None:
-            return RevertCheck("unavailable", None, None, "no way to make revert commits here")
+            return RevertCheck(RevertStatus.UNAVAILABLE, None, None, "no way to make revert commits here")
         self.events.phase(f"revert check: {bad[:10]} with {culprit[:10]} reverted")
         info = self.reverter(culprit, bad)
         if info is None:
-            return RevertCheck("conflict", None, None, f"reverting {culprit[:10]} on {bad[:10]} conflicts")
-        self.record(info.sha, info)
-        if not self.build(info.sha).ok:
-            return RevertCheck("build_failed", info.sha, None, self.record(info.sha).build.reason)  # type: ignore[union-attr]
-        comp = self.compare(bad, info.sha, "revert")
-        status = {Verdict.BAD: "recovered", Verdict.GOOD: "not_recovered"}.get(comp.verdict, "inconclusive")
+            return RevertCheck(RevertStatus.CONFLICT, None, None, f"reverting {culprit[:10]} on {bad[:10]} conflicts")
+        self.evaluation.record(info.sha, info)
+        build = self.evaluation.build(info.sha)
+        if not build.ok:
+            return RevertCheck(RevertStatus.BUILD_FAILED, info.sha, None, build.reason)
+        comp = self.compare(bad, info.sha, Purpose.REVERT)
+        status = {Verdict.BAD: RevertStatus.RECOVERED, Verdict.GOOD: RevertStatus.NOT_RECOVERED}.get(
+            comp.verdict, RevertStatus.INCONCLUSIVE
+        )
         return RevertCheck(status, info.sha, comp)
 
     def _note_unresolved(self, c: Culprit) -> None:
-        undecided = [a for a in c.ambiguous_with if self.verdicts.get(a, ("", None))[1] is Verdict.INCONCLUSIVE]
-        untested = [a for a in c.ambiguous_with if a not in self.verdicts]
-        skipped = [a for a in c.ambiguous_with if a not in undecided and a not in untested]
+        undecided = tuple(a for a in c.ambiguous_with if self.verdicts.get(a, ("", None))[1] is Verdict.INCONCLUSIVE)
+        untested = tuple(a for a in c.ambiguous_with if a not in self.verdicts)
+        skipped = tuple(a for a in c.ambiguous_with if a not in undecided and a not in untested)
         if not undecided and not untested and c.confirmed:
             return
-        why, resolve = [], []
+        causes = []
         if undecided:
-            why.append(f"{len(undecided)} commit(s) stayed inconclusive at the cap")
-            resolve.append(f"more samples for {', '.join(a[:10] for a in undecided)} (--max-rounds {self.config.max_rounds * 2})")
+            causes.append(Cause(UnresolvedCause.UNDECIDED_AT_CAP, undecided))
         if untested:
-            why.append(f"{len(untested)} commit(s) were not measured: the search stopped at too many inconclusive tests")
-            resolve.append("less noise (quieter machine, more reps) or a larger min_change_pct, then bisect this range")
+            causes.append(Cause(UnresolvedCause.NOT_MEASURED, untested))
         if skipped:
-            why.append(f"{len(skipped)} commit(s) cannot be built or run")
-            resolve.append(f"a fixed build of {', '.join(a[:10] for a in skipped)}")
+            causes.append(Cause(UnresolvedCause.UNBUILDABLE, skipped))
         if not c.confirmed:
-            why.append(f"the step {c.last_good[:10]} -> {c.commit[:10]} was not confirmed ({c.confirmation.verdict.value})")
-            resolve.append("more rounds for the confirmation, or a larger min_change_pct if the step is small")
-        self.unresolved.append(Unresolved(c.last_good, c.commit, (*c.ambiguous_with, c.commit), "; ".join(why), "; ".join(resolve)))
-
-    def _drift(self, shas: Sequence[str]) -> tuple[Drift, ...]:
-        out = []
-        for sha in dict.fromkeys(shas):
-            blocks = self.records[sha].blocks if sha in self.records else []
-            if len(blocks) >= DRIFT_MIN_BLOCKS:
-                shift = statistics.median(blocks[-DRIFT_WINDOW:]) - statistics.median(blocks[:DRIFT_WINDOW])
-                out.append(Drift(sha, len(blocks), to_pct(shift, self.bench.direction)))
-        return tuple(out)
+            causes.append(
+                Cause(
+                    UnresolvedCause.NOT_CONFIRMED,
+                    (c.last_good, c.commit),
+                    rounds=len(c.confirmation.diffs),
+                    verdict=c.confirmation.verdict,
+                )
+            )
+        self.unresolved.append(Unresolved(c.last_good, c.commit, (*c.ambiguous_with, c.commit), tuple(causes)))
 
     def _outcome(
         self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison
     ) -> Outcome:
+        ev = self.evaluation
         return Outcome(
             status=status,
             good=good,
             bad=bad,
             culprits=tuple(culprits),
             preflight=preflight,
-            comparisons=tuple(self.comparisons),
+            comparisons=tuple(ev.comparisons),
             verdicts=dict(self.verdicts),
-            commits=dict(self.records),
+            commits=dict(ev.records),
             order=tuple(self.order),
             notes=tuple(self.notes),
             unresolved=tuple(self.unresolved),
-            drift=self._drift([good, bad, *(c.commit for c in culprits)]),
-            rounds=self.rounds,
+            drift=ev.drift([good, bad, *(c.commit for c in culprits)]),
+            rounds=ev.rounds,
         )

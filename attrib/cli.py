@@ -157,7 +157,9 @@ def bisect(
     min_rounds: int = MinRoundsOpt,
     max_rounds: int = MaxRoundsOpt,
     seed: int = SeedOpt,
-    jobs: int = typer.Option(1, "--jobs", help="Commits proposed, built and measured per search step."),
+    probes: int = typer.Option(
+        1, "--jobs", "--probes", help="Commits proposed, built and measured per search step (parallel probes)."
+    ),
     verify: str = typer.Option(
         "confirm",
         "--verify",
@@ -180,7 +182,7 @@ def bisect(
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, config, seed, progress, jobs=jobs, verify=verify)
+            result = run_bisect(p, config, seed, progress, probes=probes, verify=verify)
         return _emit(result, json_out, report_out, filing)
 
     _guard(go)
@@ -306,6 +308,7 @@ def demo(
             f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build"
         )
         p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
+        typer.echo(f"runner: {p.bench.runner} (benchmark '{p.bench.name}' of {name}; docs/recipes.md lists the runners)")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, TestConfig(), seed, progress, verify="revert")

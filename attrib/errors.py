@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class AttribError(Exception):
     """Root of every error attrib raises on purpose. `exit_code` is what the CLI returns."""
@@ -45,9 +47,34 @@ class KernelCompileError(AttribError):
         self.log = log
 
 
+# --- executors and images -------------------------------------------------------------------
+
+
+class EngineUnavailable(InputError):
+    def __init__(self, detail: str) -> None:
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        super().__init__(
+            f"docker engine not reachable at {host} ({detail}); start it (as root: `dockerd &`, "
+            "or `systemctl start docker`) or point DOCKER_HOST at a running engine"
+        )
+
+
+class ImageMissing(InputError):
+    def __init__(self, image: str) -> None:
+        super().__init__(f"docker image {image!r} not found on the engine; build it with `attrib images build`")
+
+
+class ImageBuildError(AttribError):
+    """An image could not be built (the message says which step and why)."""
+
+
 class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
+
+class ResponseTooLarge(TrackerError):
+    """An answer longer than the bound the caller gave (never retried: it would be as long again)."""
+
 
 # --- the daemon (issue 7) ------------------------------------------------------------------
 
@@ -84,6 +111,29 @@ class JobStopped(AttribError):
 
 class ClientError(AttribError):
     """`attrib submit/jobs/status/cancel`: the daemon cannot be reached or refused the request."""
+
+
+# --- benchmark tools' output formats (issue 15) ---------------------------------------------
+
+
+class FormatError(InputError):
+    """A benchmark tool's output (Google Benchmark JSON, NVBench JSON or its sample files) is
+    not what that tool writes. One line naming the source, the benchmark and the field. In a
+    bisection it is that commit's failed run, never the end (the runner turns it into one)."""
+
+    def __init__(self, source: object, benchmark: str, field: str, expected: str) -> None:
+        where = [str(source)]
+        if benchmark:
+            where.append(f"benchmark '{_one_line(benchmark)}'")
+        if field:
+            where.append(f"field '{_one_line(field)}'")
+        super().__init__(f"{': '.join(where)}: {_one_line(expected)}")
+        self.source, self.benchmark, self.field = source, benchmark, field
+
+
+def _one_line(text: str) -> str:
+    # A benchmark name is whatever the tree under test printed; keep the message on one line.
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 # --- the Slurm executor (issue 13) ----------------------------------------------------------

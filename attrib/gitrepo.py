@@ -8,8 +8,6 @@ mirror: the user's working tree, index and even `.git/worktrees` stay exactly as
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import shutil
 from pathlib import Path
@@ -94,17 +92,11 @@ _ATTRIB_IDENTITY = {
 }
 
 
-def default_workdir(repo_path: Path) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attrib"
-    digest = hashlib.sha256(str(repo_path.resolve()).encode()).hexdigest()[:12]
-    return base / f"{repo_path.resolve().name}-{digest}"
-
-
 class Mirror:
     """A bare, shared clone of the user's repository from which checkouts are made."""
 
-    def __init__(self, workdir: Path, source: GitRepo) -> None:
-        self.path = workdir / "mirror.git"
+    def __init__(self, path: Path, source: GitRepo) -> None:
+        self.path = path
         self.source = source
         if not (self.path / "HEAD").exists() or not self._usable():
             shutil.rmtree(self.path, ignore_errors=True)

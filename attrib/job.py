@@ -4,36 +4,43 @@ daemon) call. Everything the user can get wrong is checked before anything is wr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attrib.bisection import Bisection, Events, Outcome, Reverter
-from attrib.core.model import CommitInfo
+from attrib.bisection import Bisection, Outcome, Reverter
+from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
-from attrib.errors import GpuUnavailable, InputError, RepoError
+from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import Builder
-from attrib.evaluate.executors import Executor, make_executor
+from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
+from attrib.events import Events
 from attrib.fsutil import file_lock
-from attrib.gitrepo import GitRepo, Mirror, default_workdir
+from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
 from attrib.result import RESULT_SCHEMA, RunContext, build_result, comparison_json
+from attrib.workdir import WorkDir, default_root
 
 
 @dataclass(frozen=True)
 class Plan:
+    """Validated inputs of one bisection or comparison. Making one creates nothing."""
+
     repo: GitRepo
     good: str
     bad: str
     recipe: Recipe
     bench: BenchmarkSpec
-    executor_name: str
-    workdir: Path
-    executor: Executor
+    executor_name: ExecutorKind
+    workdir: WorkDir
+    run_id: str | None = None  # slurm: names its jobs (a daemon job: d<id>, found again on restart)
+    # slurm: the daemon's stop check (cancel, stopping, lease lost), polled while jobs wait
+    stop_check: Callable[[], str | None] | None = None
 
 
 def plan(
@@ -57,26 +64,38 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
-    if executor == "slurm" and bench.runner != "command":
+    if executor == "slurm" and bench.runner == "cupy":
         raise InputError(
-            f"benchmark '{bench.name}': runner {bench.runner!r} runs inside attrib's process, "
-            'not as a Slurm job; --executor slurm needs runner = "command"'
+            f"benchmark '{bench.name}': runner \"cupy\" times kernels inside attrib's process, "
+            "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
         )
     check_runner_requirements(bench)
     if workdir is None and executor == "slurm" and recipe.slurm and recipe.slurm.shared_dir:
-        workdir = Path(recipe.slurm.shared_dir) / default_workdir(repo.path).name  # the nodes must see it
+        workdir = Path(recipe.slurm.shared_dir) / default_root(repo.path).name  # the nodes must see it
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
-    workdir = (workdir or default_workdir(repo.path)).resolve()
-    made = make_executor(
-        executor, recipe.build, recipe.path.parent, workdir, slurm=recipe.slurm, bench=bench, run_id=run_id
-    )
-    return Plan(repo, good, bad, recipe, bench, executor, workdir, made)
+    kind = check_executor(executor, recipe.build, recipe.path.parent)
+    root = WorkDir.for_repo(repo.path, workdir)
+    if kind is ExecutorKind.SLURM and recipe.slurm and recipe.slurm.shared_dir:
+        if not root.root.is_relative_to(Path(recipe.slurm.shared_dir).resolve()):
+            raise SlurmUnavailable(
+                f"[slurm] shared_dir {recipe.slurm.shared_dir}: the work dir {root.root} is not under it; "
+                "give --workdir under it, or leave --workdir out to use it"
+            )
+    return Plan(repo, good, bad, recipe, bench, kind, root, run_id)
 
 
-def make_runner(p: Plan) -> Runner:
-    if p.bench.runner == "cupy":
-        return CupyRunner(p.bench)
-    return CommandRunner(p.executor, p.bench)
+def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
+    if bench.runner == "cupy":
+        return CupyRunner(bench)
+    if bench.runner == "gbench":
+        from attrib.evaluate.runners.gbench import GbenchRunner
+
+        return GbenchRunner(executor, bench)
+    if bench.runner == "nvbench":
+        from attrib.evaluate.runners.nvbench import NvbenchRunner
+
+        return NvbenchRunner(executor, bench)
+    return CommandRunner(executor, bench)
 
 
 def check_runner_requirements(bench: BenchmarkSpec) -> None:
@@ -97,47 +116,74 @@ def check_runner_requirements(bench: BenchmarkSpec) -> None:
             )
 
 
-def _tools(p: Plan) -> tuple[Mirror, Builder, Runner]:
-    p.workdir.mkdir(parents=True, exist_ok=True)
-    with file_lock(p.workdir / "locks" / "mirror.lock"):
-        mirror = Mirror(p.workdir, p.repo)
-    builder = Builder(p.workdir, mirror, p.executor, p.recipe.build)
-    return mirror, builder, make_runner(p)
+@dataclass(frozen=True)
+class Tools:
+    """What a run holds open: the executor (containers, connections) and what uses it."""
+
+    executor: Executor
+    mirror: Mirror
+    builder: Builder
+    runner: Runner
+
+
+@contextmanager
+def opened(p: Plan) -> Iterator[Tools]:
+    """The work dir, mirror, executor, builder and runner of a plan; the executor is closed on
+    the way out, whatever happens inside (Ctrl-C included)."""
+    recipe = p.recipe
+    p.workdir.root.mkdir(parents=True, exist_ok=True)
+    executor = make_executor(
+        p.executor_name, recipe.build, recipe.path.parent, p.workdir.root, slurm=recipe.slurm, bench=p.bench,
+        run_id=p.run_id,
+    )  # fmt: skip
+    watch = getattr(executor, "watch", None)
+    if watch is not None and p.stop_check is not None:
+        watch(p.stop_check)
+    try:
+        with file_lock(p.workdir.mirror_lock):
+            mirror = Mirror(p.workdir.mirror, p.repo)
+        builder = Builder(p.workdir, mirror, executor, recipe.build)
+        yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
+    finally:
+        executor.close()
 
 
 def _reverter(p: Plan, mirror: Mirror) -> Reverter:
     mirror_repo = GitRepo(mirror.path)
 
     def revert(culprit: str, onto: str) -> CommitInfo | None:
-        with file_lock(p.workdir / "locks" / "mirror.lock"):
-            sha = mirror.revert(culprit, onto, p.workdir / "scratch" / f"revert-{culprit[:12]}")
+        with file_lock(p.workdir.mirror_lock):
+            sha = mirror.revert(culprit, onto, p.workdir.scratch(f"revert-{culprit[:12]}"))
         return None if sha is None else mirror_repo.info(sha)
 
     return revert
 
 
-VERIFY_MODES = ("confirm", "revert")
+def verify_mode(text: str) -> VerifyMode:
+    try:
+        return VerifyMode(text)
+    except ValueError:
+        raise InputError(f"--verify {text!r}: expected one of: {', '.join(VerifyMode)}") from None
 
 
 def run_bisect(
-    p: Plan, config: TestConfig, seed: int, events: Events | None, *, jobs: int = 1, verify: str = "confirm",
+    p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
 ) -> dict[str, Any]:
-    """`wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
-    if verify not in VERIFY_MODES:
-        raise InputError(f"--verify {verify!r}: expected one of: {', '.join(VERIFY_MODES)}")
-    if jobs < 1:
-        raise InputError(f"--jobs {jobs}: expected a positive integer")
+    """`probes`: commits proposed per search step (`--jobs`/`--probes`).
+    `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
+    mode = verify_mode(verify)
+    if probes < 1:
+        raise InputError(f"--jobs {probes}: expected a positive integer")
     start = time.monotonic()
-    try:
-        mirror, builder, runner = _tools(p)
+    with opened(p) as tools:
+        runner = wrap_runner(tools.runner) if wrap_runner else tools.runner
         engine = Bisection(
-            p.repo, builder, wrap_runner(runner) if wrap_runner else runner, p.bench, config, seed, events, jobs=jobs, reverter=_reverter(p, mirror),
-            round_context=p.executor.round,
+            p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
+            round_context=tools.executor.round,
         )
-        outcome = engine.run(p.good, p.bad, verify_revert=verify == "revert")
-    finally:
-        p.executor.close()
+        outcome = engine.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
+        executor_info = tools.executor.describe()
     ctx = RunContext(
         repo=p.repo.path,
         recipe=p.recipe,
@@ -145,16 +191,16 @@ def run_bisect(
         executor=p.executor_name,
         config=config,
         seed=seed,
-        workdir=p.workdir,
+        workdir=p.workdir.root,
         wall_s=time.monotonic() - start,
-        builds_fresh=builder.fresh_builds,
-        jobs=jobs,
-        verify=verify,
-        executor_info=p.executor.describe(),
+        builds_fresh=tools.builder.fresh_builds,
+        jobs=probes,
+        verify=mode,
+        executor_info=executor_info,
     )
     result = build_result(outcome, ctx)
-    if isinstance(runner, CupyRunner):
-        add_kernel_evidence(result, outcome, runner)
+    if isinstance(tools.runner, CupyRunner):
+        add_kernel_evidence(result, outcome, tools.runner)
     return result
 
 
@@ -185,12 +231,11 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
 
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
-    try:
-        _, builder, runner = _tools(p)
-        engine = Bisection(p.repo, builder, runner, p.bench, config, seed, events, round_context=p.executor.round)
-        comp = engine.compare(p.bad, p.good, "compare")
-    finally:
-        p.executor.close()
+    with opened(p) as tools:
+        engine = Bisection(
+            p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
+        )
+        comp = engine.compare(p.bad, p.good, Purpose.COMPARE)
     return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}
 
 
@@ -199,15 +244,11 @@ def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str
     what `attrib inspect --commit` compiles kernels from."""
     repo = GitRepo(repo_path)
     sha = repo.resolve(rev)
-    workdir = (workdir or default_workdir(repo.path)).resolve()
-    executor = make_executor(executor_name, recipe.build, recipe.path.parent, workdir)
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-        with file_lock(workdir / "locks" / "mirror.lock"):
-            mirror = Mirror(workdir, repo)
-        record = Builder(workdir, mirror, executor, recipe.build).build(repo.info(sha))
-    finally:
-        executor.close()
+    kind = check_executor(executor_name, recipe.build, recipe.path.parent)
+    bench = recipe.benchmarks[0]
+    p = Plan(repo, sha, sha, recipe, bench, kind, WorkDir.for_repo(repo.path, workdir))
+    with opened(p) as tools:
+        record = tools.builder.build(repo.info(sha))
     if not record.ok:
         raise InputError(f"--commit {rev} ({sha[:10]}) does not build: {record.reason} (log: {record.log_path})")
     return Path(record.checkout)

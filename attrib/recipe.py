@@ -13,15 +13,17 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import Direction
+from attrib.core.model import BlockStatistic, Direction
 from attrib.errors import RecipeError
 from attrib.evaluate.gpu.build import KernelSource
 from attrib.evaluate.gpu.metrics import STATIC_METRICS
 from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
 from attrib.evaluate.gpu.suite import SUITE
+from attrib.formats.gbench import GbenchTime
 
 SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0
@@ -29,11 +31,45 @@ DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
-RUNNERS = ("command", "cupy")
-BLOCK_STATISTICS = ("faster_half", "all")  # docs/statistics.md: how a block is summarised
+RUNNERS = ("command", "cupy", "gbench", "nvbench")
+BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
 CUPY_METRICS = ("time", *STATIC_METRICS)
 DEFAULT_ARCHS = ("sm_90",)
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench samples are converted to the recipe's unit
+GBENCH_TIMES = tuple(GbenchTime)
+DEFAULT_GBENCH_UNIT = "ns"  # Google Benchmark's own default time unit
+DEFAULT_NVBENCH_UNIT = "ms"  # as the cupy runner: GPU kernels take micro- to milliseconds
+
+
+class NvbenchStopping(StrEnum):
+    """Who decides how many samples one NVBench run takes (docs/recipes.md)."""
+
+    SAMPLE_COUNT = "sample-count"  # attrib: exactly `reps` samples per run, one block
+    STDREL = "stdrel"  # NVBench's criteria, with at least `reps` samples
+    ENTROPY = "entropy"
+    COMMAND = "command"  # attrib adds no stopping option; the recipe's command decides
+
+
+NVBENCH_STOPPING = tuple(NvbenchStopping)
+
+
+@dataclass(frozen=True)
+class GbenchSpec:
+    """[benchmark.gbench]: which Google Benchmark benchmark of the binary, and which time."""
+
+    filter: str  # --benchmark_filter; it must select exactly one benchmark
+    time: GbenchTime = GbenchTime.REAL
+
+
+@dataclass(frozen=True)
+class NvbenchSpec:
+    """[benchmark.nvbench]: which NVBench benchmark and state, and who sizes a block."""
+
+    benchmark: str
+    axes: dict[str, str] = field(default_factory=dict)
+    stopping: NvbenchStopping = NvbenchStopping.SAMPLE_COUNT
+    jsonbin: bool = True  # per-sample times (--jsonbin); false: the state's summary only (--json)
 
 
 @dataclass(frozen=True)
@@ -136,8 +172,10 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
-    block_statistic: str = BLOCK_STATISTICS[0]
+    block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
     cupy: CupySpec | None = None
+    gbench: GbenchSpec | None = None
+    nvbench: NvbenchSpec | None = None
 
     def argv(self, reps: int | None = None) -> list[str]:
         n = str(self.reps if reps is None else reps)
@@ -228,6 +266,8 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "min_change_pct": (_POS_NUM, False),
     "block_statistic": (_enum(BLOCK_STATISTICS), False),
     "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
+    "gbench": ((lambda v: isinstance(v, dict), "a table [benchmark.gbench]"), False),
+    "nvbench": ((lambda v: isinstance(v, dict), "a table [benchmark.nvbench]"), False),
 }
 _REL_PATH: Check = (
     lambda v: isinstance(v, str) and v != "" and not v.startswith("/") and ".." not in Path(v).parts,
@@ -379,6 +419,60 @@ def _parse_slurm(path: Path, table: dict[str, Any]) -> SlurmSpec:
     )
 
 
+def _regex(v: Any) -> bool:
+    try:
+        re.compile(v)
+    except (re.error, TypeError):
+        return False
+    return isinstance(v, str) and v != ""
+
+
+_GBENCH: dict[str, tuple[Check, bool]] = {
+    "filter": ((_regex, "a non-empty regular expression (--benchmark_filter)"), True),
+    "time": (_enum(GBENCH_TIMES), False),
+}
+_AXES: Check = (
+    lambda v: (
+        isinstance(v, dict)
+        and all(k and "=" not in k and "[" not in k for k in v)
+        and all(isinstance(x, (str, int)) and not isinstance(x, bool) and str(x) != "" for x in v.values())
+    ),
+    'a table of axis names to values as NVBench prints them, such as { T = "F32", Elements = "2^24" }',
+)
+_NVBENCH: dict[str, tuple[Check, bool]] = {
+    "benchmark": (_STR, True),
+    "axes": (_AXES, False),
+    "stopping": (_enum(NVBENCH_STOPPING), False),
+    "jsonbin": (_BOOL, False),
+}
+
+
+def _parse_tool_table(
+    path: Path, prefix: str, runner: str, bench_t: dict[str, Any]
+) -> tuple[GbenchSpec | None, NvbenchSpec | None]:
+    """[benchmark.gbench] / [benchmark.nvbench]: required by their runner, refused elsewhere."""
+    for tool in ("gbench", "nvbench"):
+        if runner == tool and tool not in bench_t:
+            raise RecipeError(path, prefix + tool, f'missing; runner "{tool}" needs a [benchmark.{tool}] table')
+        if runner != tool and tool in bench_t:
+            raise RecipeError(path, prefix + tool, f'only for runner = "{tool}"')
+    if runner == "gbench":
+        table = bench_t["gbench"]
+        _check_table(path, prefix + "gbench.", table, _GBENCH)
+        return GbenchSpec(filter=table["filter"], time=GbenchTime(table.get("time", GbenchTime.REAL))), None
+    if runner == "nvbench":
+        table = bench_t["nvbench"]
+        _check_table(path, prefix + "nvbench.", table, _NVBENCH)
+        axes = {k: str(v) for k, v in table.get("axes", {}).items()}
+        return None, NvbenchSpec(
+            benchmark=table["benchmark"],
+            axes=axes,
+            stopping=NvbenchStopping(table.get("stopping", NvbenchStopping.SAMPLE_COUNT)),
+            jsonbin=bool(table.get("jsonbin", True)),
+        )
+    return None, None
+
+
 def _check_table(path: Path, prefix: str, table: dict[str, Any], spec: dict[str, tuple[Check, bool]]) -> None:
     for key in table:
         if key not in spec:
@@ -407,7 +501,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             raise RecipeError(path, f"benchmark[{i}]", "expected a table")
         _check_table(path, prefix, bench_t, _BENCH)
         runner = bench_t["runner"]
-        if runner == "command" and "command" not in bench_t:
+        if runner in ("command", "gbench", "nvbench") and "command" not in bench_t:
             raise RecipeError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
         if runner == "cupy" and "command" in bench_t:
             raise RecipeError(
@@ -418,7 +512,13 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         if runner != "cupy" and "cupy" in bench_t:
             raise RecipeError(path, prefix + "cupy", 'only for runner = "cupy"')
         cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == "cupy" else None
+        gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
         default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
+        if gbench or nvbench:
+            default_unit = DEFAULT_GBENCH_UNIT if gbench else DEFAULT_NVBENCH_UNIT
+            if bench_t.get("unit", default_unit) not in TIME_UNITS:
+                units = ", ".join(f'"{u}"' for u in TIME_UNITS)
+                raise RecipeError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
         if bench_t["name"] in seen:
             raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
@@ -432,8 +532,10 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
-                block_statistic=bench_t.get("block_statistic", BLOCK_STATISTICS[0]),
+                block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
                 cupy=cupy,
+                gbench=gbench,
+                nvbench=nvbench,
             )
         )
     return Recipe(

@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from attrib import __version__
-from attrib.bisection import Comparison, Outcome, RevertCheck
+from attrib.bisection import Outcome, RevertCheck, Unresolved
 from attrib.core.model import Direction, Verdict
 from attrib.core.stats import TestConfig, to_pct
+from attrib.evaluate.evaluation import Comparison
 from attrib.recipe import BenchmarkSpec, Recipe
+from attrib.report.sentences import unresolved_text
 
 RESULT_SCHEMA = 1
 # Per tested commit the result keeps a bounded picture of its samples for the report's plot:
@@ -160,6 +162,17 @@ def compare_command(ctx: RunContext, reference: str, candidate: str) -> str:
     return shlex.join(argv)
 
 
+def _unresolved_json(u: Unresolved, ctx: RunContext) -> dict[str, Any]:
+    why, resolve = unresolved_text(u.causes, ctx.bench.min_change_pct, ctx.config.max_rounds)
+    return {
+        "last_good": u.last_good,
+        "first_bad": u.first_bad,
+        "commits": list(u.commits),
+        "why": why,
+        "resolve": resolve,
+    }
+
+
 def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
     direction = ctx.bench.direction
     culprit_shas = {c.commit for c in outcome.culprits}
@@ -269,16 +282,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
         "build_failures": failures,
         "comparisons": [comparison_json(c, direction) for c in outcome.comparisons],
         "notes": list(outcome.notes),
-        "unresolved": [
-            {
-                "last_good": u.last_good,
-                "first_bad": u.first_bad,
-                "commits": list(u.commits),
-                "why": u.why,
-                "resolve": u.resolve,
-            }
-            for u in outcome.unresolved
-        ],
+        "unresolved": [_unresolved_json(u, ctx) for u in outcome.unresolved],
         "drift": [
             {
                 "commit": d.commit,

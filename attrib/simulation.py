@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from attrib.core.model import CommitInfo
+from attrib.core.stats import TestConfig
 from attrib.evaluate.builds import BuildRecord
 from attrib.evaluate.runners import RunResult
 
@@ -164,20 +165,19 @@ def run_simulated(
     history: SimHistory,
     noise: NoiseModel,
     seed: int,
-    config: object | None = None,
+    config: TestConfig | None = None,
     min_change_pct: float = 2.0,
     reps: int = 10,
-    jobs: int = 1,
+    probes: int = 1,
 ) -> SimOutcome:
     """attrib's real engine on a simulated history: the function benchmarks and tests call."""
     from attrib.bisection import Bisection
-    from attrib.core.stats import TestConfig
     from attrib.recipe import BenchmarkSpec
 
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
     builder = SimBuilder(history)
     runner = SimRunner(history, noise, seed, reps=reps)
-    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed, jobs=jobs)  # type: ignore[arg-type]
+    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed, probes=probes)
     out = engine.run(history.good, history.bad)
     return SimOutcome(
         status=out.status.value,

@@ -32,7 +32,7 @@ def sweep(trials: int, seed: int, ks: tuple[int, ...] = KS) -> list[dict[str, fl
         rounds, builds, samples, correct = [], [], [], 0
         for n, at, effect, s in cases:
             hist = linear_history(n, {at: effect})
-            out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), s, TestConfig(), jobs=k)
+            out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), s, TestConfig(), probes=k)
             correct += list(out.culprits) == hist.culprits and out.status == "culprit_found"
             rounds.append(out.outcome.rounds)  # type: ignore[attr-defined]
             builds.append(out.builds)

@@ -99,7 +99,7 @@ def simulated_result(name: str, tmp: Path) -> dict[str, Any]:
     builder = LoggingBuilder(hist, tmp / "logs", edges.to_sim)
     # The runner sees checkouts named by sim sha (LoggingBuilder sets them), as SimRunner expects.
     runner = SimRunner(hist, NoiseModel("gaussian", sigma=sc["noise"]), seed)
-    engine = Bisection(edges, builder, runner, bench, config, seed)  # type: ignore[arg-type]
+    engine = Bisection(edges, builder, runner, bench, config, seed)
     out = engine.run(fake_sha(hist.good), fake_sha(hist.bad))
     ctx = RunContext(
         repo=Path("/work/kernels"), recipe=recipe, bench=bench, executor="local", config=config, seed=seed,

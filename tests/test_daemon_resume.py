@@ -29,7 +29,7 @@ NOISE = NoiseModel("gaussian", sigma=0.02)
 
 
 def _engine(hist: SimHistory, runner: object, seed: int, events: object | None = None) -> Bisection:
-    return Bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, events)  # type: ignore[arg-type]
+    return Bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, events)
 
 
 def _decisions(out: Outcome) -> tuple[object, ...]:
@@ -95,7 +95,7 @@ def test_resumed_job_decides_what_an_uninterrupted_run_decides(tmp_path: Path, s
 
 
 def test_same_seed_and_runs_give_the_same_decisions():
-    """The premise of resuming: with jobs=1 the engine is a function of its seed and the runs."""
+    """The premise of resuming: with one probe per step the engine is a function of its seed and the runs."""
     hist = linear_history(30, {12: 10.0})
     outs = [_engine(hist, SimRunner(hist, NOISE, seed=4), seed=9).run(hist.good, hist.bad) for _ in range(2)]
     assert _decisions(outs[0]) == _decisions(outs[1])

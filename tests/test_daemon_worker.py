@@ -43,7 +43,7 @@ class SimWorker(worker_mod.Worker):
                     hook()
                 return sim.run(checkout)
 
-        engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)  # type: ignore[arg-type]
+        engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)
         out = engine.run(HIST.good, HIST.bad)
         return {"status": out.status.value, "culprits": [c.commit for c in out.culprits]}
 

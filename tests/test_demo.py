@@ -19,6 +19,9 @@ def test_demo_finds_the_planted_culprit(tmp_path):
     why = probe()
     if why:  # no GPU here: the demo says so, and why, and uses the CPU benchmark
         assert f"no usable GPU ({why}): using the CPU benchmark" in res.stdout
+        assert "runner: command (benchmark 'loop' of demo-cpu.toml;" in res.stdout
+    else:
+        assert "runner: cupy (benchmark 'gemm-bf16' of demo-cupy.toml;" in res.stdout
     result = json.loads((tmp_path / "d" / "result.json").read_text())
     assert result["status"] == "culprit_found" and len(result["culprits"]) == 1
     assert result["range_commits"] >= 60

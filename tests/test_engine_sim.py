@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from attrib.bisection import Bisection
-from attrib.core.model import Status
+from attrib.core.model import Status, UnresolvedCause
 from attrib.core.stats import TestConfig
 from attrib.recipe import BenchmarkSpec
+from attrib.report.sentences import unresolved_text
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)
@@ -94,7 +95,7 @@ def test_sub_threshold_step_is_never_claimed_wrongly():
 def _run(hist: SimHistory, seed: int, noise: NoiseModel, jobs: int = 1, config: TestConfig | None = None):
     builder = SimBuilder(hist)
     runner = SimRunner(hist, noise, seed)
-    engine = Bisection(hist, builder, runner, BENCH, config or TestConfig(), seed, jobs=jobs)
+    engine = Bisection(hist, builder, runner, BENCH, config or TestConfig(), seed, probes=jobs)
     return engine.run(hist.good, hist.bad), builder, runner
 
 
@@ -140,7 +141,11 @@ def test_inconclusive_names_the_range_and_what_would_resolve_it():
             seen += 1
             assert out.unresolved, "an inconclusive outcome names its range"
             u = out.unresolved[0]
-            assert u.why and u.resolve and u.commits
+            assert u.causes and u.commits
+            # structured causes; the words (and the CLI flags they name) are the report's
+            why, resolve = unresolved_text(u.causes, 2.0, config.max_rounds)
+            assert why and resolve
+            assert all(c.kind in set(UnresolvedCause) for c in u.causes)
     assert seen > 0
 
 

@@ -38,6 +38,70 @@ class JobState(StrEnum):
         return self in (JobState.QUEUED, JobState.RUNNING)
 
 
+class Purpose(StrEnum):
+    """Why a comparison was run: the search reads verdicts only from the purposes that place a
+    commit (probe, retest, extend); the others confirm, verify or answer `attrib compare`."""
+
+    PREFLIGHT = "preflight"  # bad against good: is there anything to find?
+    PROBE = "probe"  # a search step: the candidate against the segment's reference
+    RETEST = "retest"  # a probe again, after a confirmation disagreed with it
+    EXTEND = "extend"  # an inconclusive probe at the boundary, continued past the cap
+    CONFIRM = "confirm"  # the boundary directly: culprit^ against culprit
+    REMAINING = "remaining"  # is bad still worse than the latest culprit?
+    REVERT = "revert"  # bad against bad-with-the-culprit-reverted
+    COMPARE = "compare"  # `attrib compare`
+
+    @property
+    def places_commit(self) -> bool:
+        return self in (Purpose.PROBE, Purpose.RETEST, Purpose.EXTEND)
+
+
+class RevertStatus(StrEnum):
+    """What reverting a culprit on top of bad showed."""
+
+    RECOVERED = "recovered"  # bad is worse than bad-with-the-revert: the culprit did it
+    NOT_RECOVERED = "not_recovered"
+    INCONCLUSIVE = "inconclusive"
+    CONFLICT = "conflict"  # the revert does not apply
+    BUILD_FAILED = "build_failed"
+    UNAVAILABLE = "unavailable"  # nothing here can make revert commits
+
+
+class UnresolvedCause(StrEnum):
+    """Why an outcome stops short of a single confirmed culprit (the report words each one)."""
+
+    NOT_CLEARLY_WORSE = "not_clearly_worse"  # preflight hit its cap: bad is not clearly worse
+    UNDECIDED_AT_CAP = "undecided_at_cap"  # commits at the boundary stayed inconclusive
+    NOT_MEASURED = "not_measured"  # the search stopped after too many inconclusive tests
+    UNBUILDABLE = "unbuildable"  # commits at the boundary cannot be built or run
+    NOT_CONFIRMED = "not_confirmed"  # the direct comparison of the boundary did not say bad
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One structured reason an outcome is unresolved: data, never a sentence."""
+
+    kind: UnresolvedCause
+    commits: tuple[str, ...] = ()
+    rounds: int = 0
+    change_pct: float | None = None
+    verdict: Verdict | None = None
+
+
+class VerifyMode(StrEnum):
+    """How a found culprit is proven (`--verify`)."""
+
+    CONFIRM = "confirm"  # a direct paired comparison culprit^ vs culprit
+    REVERT = "revert"  # that, and bad with the culprit reverted must recover
+
+
+class BlockStatistic(StrEnum):
+    """How one run's samples are summarised before pairing (docs/statistics.md)."""
+
+    FASTER_HALF = "faster_half"  # interference only slows: the better half is the code's cost
+    ALL = "all"
+
+
 class Direction(StrEnum):
     LOWER = "lower"  # lower is better (times)
     HIGHER = "higher"  # higher is better (throughput)

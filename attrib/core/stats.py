@@ -16,19 +16,26 @@ The rule (docs/statistics.md explains it at length):
   an SPRT overconfident.
 * A test needs at least `min_rounds` and stops at `max_rounds`; at the cap it answers
   INCONCLUSIVE and the search decides what to do with that commit.
+
+The whole sequential-test policy lives here, so the evaluation stage only feeds rounds in:
+how a block is summarised (`block_level`, `block_shift`), which sigma a test uses
+(`running_sigma`: the pooled history, and this test's own robust spread once it has enough
+rounds), the decision (`decide`), how much longer a confirmation or an extension may run
+(`TestConfig.confirming`, `TestConfig.extended`) and how drift is read off a reference's blocks
+(`level_drift`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
 from scipy.special import chdtri  # scipy.stats costs a second of start-up; this is enough
 
-from attrib.core.model import Direction, Verdict
+from attrib.core.model import BlockStatistic, Direction, Verdict
 
 DEFAULT_ALPHA = 0.001  # P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
 DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
@@ -39,6 +46,10 @@ SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get fi
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound
 WINSOR_SCALES = 4.0  # residuals further than this many robust scales are pulled in before pooling
 WINSOR_MIN_RESIDUALS = 20
+CONFIRM_MIN_ROUNDS_FACTOR = 2  # a confirmation also sizes the culprit's CI: it gets more rounds
+EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
+DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
+DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,14 @@ class TestConfig:
     beta: float = DEFAULT_BETA
     min_rounds: int = DEFAULT_MIN_ROUNDS
     max_rounds: int = DEFAULT_MAX_ROUNDS
+
+    def confirming(self) -> TestConfig:
+        """The direct comparison of a boundary: more rounds, because its CI is the culprit's."""
+        return replace(self, min_rounds=self.min_rounds * CONFIRM_MIN_ROUNDS_FACTOR)
+
+    def extended(self) -> TestConfig:
+        """An inconclusive test that decides the boundary continues up to this cap."""
+        return replace(self, max_rounds=self.max_rounds * EXTEND_FACTOR)
 
     @property
     def upper(self) -> float:
@@ -81,12 +100,23 @@ def faster_half(block: np.ndarray) -> np.ndarray:
     return ordered[: max(2, (ordered.size + 1) // 2)]
 
 
-def block_shift(reference: np.ndarray, candidate: np.ndarray, statistic: str = "faster_half") -> float:
+def summarised(block: np.ndarray, statistic: BlockStatistic) -> np.ndarray:
+    """The part of a block (oriented logs) that the statistic keeps."""
+    return faster_half(block) if BlockStatistic(statistic) is BlockStatistic.FASTER_HALF else block
+
+
+def block_level(block: np.ndarray, statistic: BlockStatistic = BlockStatistic.FASTER_HALF) -> float:
+    """One run's level (oriented log): the median of what the statistic keeps. Drift is read
+    off these levels over time."""
+    return float(np.median(summarised(block, statistic)))
+
+
+def block_shift(
+    reference: np.ndarray, candidate: np.ndarray, statistic: BlockStatistic = BlockStatistic.FASTER_HALF
+) -> float:
     """Hodges-Lehmann two-sample shift (median over all pairs of candidate - reference),
     of the faster halves of the two blocks by default, of the whole blocks with "all"."""
-    if statistic == "faster_half":
-        reference, candidate = faster_half(reference), faster_half(candidate)
-    return float(np.median(np.subtract.outer(candidate, reference)))
+    return float(np.median(np.subtract.outer(summarised(candidate, statistic), summarised(reference, statistic))))
 
 
 def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) -> float:
@@ -139,6 +169,32 @@ def sprt(
         elif n >= config.max_rounds:
             verdict = Verdict.INCONCLUSIVE
     return Decision(verdict, llr, n, sigma)
+
+
+def running_sigma(diffs: Sequence[float], history: Iterable[Sequence[float]], config: TestConfig) -> float:
+    """The sigma a running test uses: pooled over every earlier paired set and this one; once
+    the test has min_rounds, at least its own robust (MAD) spread. Real noise is not
+    stationary: a quiet past must not make a noisy comparison overconfident, and one disturbed
+    round must not stall it (hence MAD, not sd)."""
+    sigma = pooled_sigma([*history, diffs])
+    if len(diffs) >= config.min_rounds:
+        sigma = max(sigma, robust_sd(diffs))
+    return sigma
+
+
+def decide(
+    diffs: Sequence[float], history: Iterable[Sequence[float]], delta: float, config: TestConfig
+) -> Decision:
+    """One step of a running sequential test: the policy's sigma, then the SPRT."""
+    return sprt(diffs, delta, running_sigma(diffs, history, config), config)
+
+
+def level_drift(levels: Sequence[float]) -> float | None:
+    """Shift (oriented log) of the last DRIFT_WINDOW block levels against the first ones; None
+    with fewer than DRIFT_MIN_BLOCKS levels."""
+    if len(levels) < DRIFT_MIN_BLOCKS:
+        return None
+    return float(np.median(levels[-DRIFT_WINDOW:]) - np.median(levels[:DRIFT_WINDOW]))
 
 
 @dataclass(frozen=True)

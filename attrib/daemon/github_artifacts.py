@@ -26,8 +26,8 @@ import zlib
 from typing import Any
 
 from attrib.daemon.flags import WorkflowRun
-from attrib.errors import FlagError, TrackerError, UpstreamError
-from attrib.tracker.http import HttpClient, ResponseTooLarge, Sleep
+from attrib.errors import FlagError, ResponseTooLarge, TrackerError, UpstreamError
+from attrib.tracker.http import HttpClient, Sleep
 
 ARTIFACT_NAME = "attrib-flag"
 MEMBER_NAME = "flag.json"

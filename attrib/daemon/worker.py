@@ -5,7 +5,7 @@ the lease alive from a heartbeat thread while the bisection runs. Threads, not p
 kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
 of the restarted daemon, which takes the job up again once the lease has expired.
 
-Daemon jobs run the engine with jobs=1, so its run order is a function of the seed alone and
+Daemon jobs run the engine with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
 """
 
@@ -18,6 +18,7 @@ import socket
 import threading
 import traceback
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -159,11 +160,9 @@ class Worker(threading.Thread):
         )  # fmt: skip
         # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),
         # and a cancel or a stop reaches the jobs it waits on, not only the next runner call.
-        watch = getattr(p.executor, "watch", None)
-        if watch is not None:
-            watch(recorder.should_stop)
-        # jobs=1: see the module docstring; verify=confirm: the CLI's default.
-        return run_bisect(p, TestConfig(), job.seed, recorder, jobs=1, wrap_runner=recorder.wrap)
+        p = replace(p, stop_check=recorder.should_stop)
+        # probes=1: see the module docstring; verify=confirm: the CLI's default.
+        return run_bisect(p, TestConfig(), job.seed, recorder, probes=1, wrap_runner=recorder.wrap)
 
     def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
         out = self.settings.job_dir(job.id)

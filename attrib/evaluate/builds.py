@@ -17,6 +17,7 @@ from attrib.evaluate.executors import Executor
 from attrib.fsutil import atomic_write_text, file_lock
 from attrib.gitrepo import Mirror
 from attrib.recipe import BuildSpec
+from attrib.workdir import WorkDir
 
 LOG_TAIL_LINES = 20
 
@@ -42,7 +43,7 @@ class BuildRecord:
 
 
 class Builder:
-    def __init__(self, workdir: Path, mirror: Mirror, executor: Executor, spec: BuildSpec) -> None:
+    def __init__(self, workdir: WorkDir, mirror: Mirror, executor: Executor, spec: BuildSpec) -> None:
         self.workdir = workdir
         self.mirror = mirror
         self.executor = executor
@@ -55,8 +56,8 @@ class Builder:
 
     def build(self, commit: CommitInfo) -> BuildRecord:
         key = self.key(commit)
-        record_path = self.workdir / "builds" / f"{key}.json"
-        with file_lock(self.workdir / "locks" / f"{key}.lock"):
+        record_path = self.workdir.build_record(key)
+        with file_lock(self.workdir.lock(key)):
             cached = self._load(record_path)
             if cached is not None:
                 return cached
@@ -76,8 +77,8 @@ class Builder:
         return record
 
     def _build(self, commit: CommitInfo, key: str) -> BuildRecord:
-        checkout = self.workdir / "checkouts" / key
-        log_path = self.workdir / "logs" / f"{key}.log"
+        checkout = self.workdir.checkout(key)
+        log_path = self.workdir.build_log(key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.mirror.checkout(commit.sha, checkout)
         total, reason = 0.0, ""

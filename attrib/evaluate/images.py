@@ -19,7 +19,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from attrib.errors import AttribError, InputError
+from attrib.errors import ImageBuildError, InputError
 
 BASE_IMAGE = "attrib/debian-base:bookworm"
 CPU_IMAGE = "attrib/cpu:latest"
@@ -30,10 +30,6 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates")
 CONTAINERS_DIR = Path(__file__).resolve().parent.parent / "containers"
 DEBOOTSTRAP_TIMEOUT_S = 1800
-
-
-class ImageBuildError(AttribError):
-    """An image could not be built (the message says which step and why)."""
 
 
 def _exists(client: docker.DockerClient, tag: str) -> str | None:
@@ -113,7 +109,7 @@ def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable
         log(f"{CPU_IMAGE} exists ({found[:19]}); --force rebuilds it")
         return found
     if not (CONTAINERS_DIR / "Dockerfile.cpu").is_file():
-        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (run from a checkout of attrib)")
+        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (it ships in the attrib package: reinstall attrib)")
     return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log)
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from attrib.errors import TrackerError
+from attrib.errors import ResponseTooLarge, TrackerError
 
 MAX_ATTEMPTS = 5
 BACKOFF_S = 1.0  # first wait; doubles per attempt
@@ -63,10 +63,6 @@ def multipart(field: str, filename: str, content: bytes, content_type: str) -> P
     )
     data = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
     return Payload(data, f"multipart/form-data; boundary={boundary}")
-
-
-class ResponseTooLarge(TrackerError):
-    """An answer longer than the bound the caller gave (never retried: it would be as long again)."""
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -57,7 +58,46 @@ class Executor(Protocol):
         ...
 
 
-EXECUTORS = ("local", "docker", "slurm")
+class ExecutorKind(StrEnum):
+    LOCAL = "local"
+    DOCKER = "docker"
+    SLURM = "slurm"
+
+
+EXECUTORS = tuple(ExecutorKind)
+
+
+def executor_kind(name: str) -> ExecutorKind:
+    from attrib.errors import InputError
+
+    try:
+        return ExecutorKind(name)
+    except ValueError:
+        raise InputError(f"--executor {name!r}: expected one of: {', '.join(EXECUTORS)}") from None
+
+
+def check_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None) -> ExecutorKind:
+    """What `make_executor` will need, checked without creating anything: planning calls this,
+    so an unreachable engine or a missing image is reported before any work dir exists."""
+    from attrib.errors import InputError
+
+    kind = executor_kind(name)
+    if kind is ExecutorKind.DOCKER:
+        from attrib.evaluate.executors.docker import DEFAULT_IMAGE, connect, require_image
+
+        spec = build or BuildSpec(commands=("true",))
+        client = connect()
+        if spec.dockerfile:
+            dockerfile = (recipe_dir or Path.cwd()) / spec.dockerfile
+            if not dockerfile.is_file():
+                raise InputError(f"{dockerfile}: Dockerfile named by build.dockerfile not found")
+        else:
+            require_image(client, spec.image or DEFAULT_IMAGE)
+    if kind is ExecutorKind.SLURM:
+        from attrib.evaluate.executors.slurm_cli import SlurmCli
+
+        SlurmCli().require_controller()
+    return kind
 
 
 def make_executor(
@@ -71,30 +111,27 @@ def make_executor(
     run_id: str | None = None,
 ) -> Executor:
     """The executor `name`, set up for the recipe's [build] section (docker: image, limits)
-    and [slurm] table (slurm; `run_id` names its jobs, so a restarted daemon finds them)."""
-    from attrib.errors import InputError
-
-    if name == "slurm":
+    and [slurm] table (slurm; `run_id` names its jobs, so a restarted daemon finds them).
+    This creates things (a recipe's image is built here; slurm's shared-dir check writes a
+    token under the work dir): call it inside a run, not a plan."""
+    kind = executor_kind(name)
+    if kind is ExecutorKind.SLURM:
         from attrib.evaluate.executors.slurm import SlurmExecutor
 
         return SlurmExecutor(
             slurm or SlurmSpec(), build or BuildSpec(commands=("true",)), (workdir or Path.cwd()).resolve(),
             bench=bench, run_id=run_id,
         )  # fmt: skip
-    if name == "local":
+    if kind is ExecutorKind.LOCAL:
         from attrib.evaluate.executors.local import LocalExecutor
 
         return LocalExecutor()
-    if name == "docker":
-        from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
-        from attrib.evaluate.images import build_recipe_image
+    from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
+    from attrib.evaluate.images import build_recipe_image
 
-        spec = build or BuildSpec(commands=("true",))
-        client = connect()
-        image = spec.image or DEFAULT_IMAGE
-        if spec.dockerfile:
-            image = build_recipe_image(client, (recipe_dir or Path.cwd()) / spec.dockerfile)
-        return DockerExecutor(
-            image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir
-        )
-    raise InputError(f"--executor {name!r}: expected one of: {', '.join(EXECUTORS)}")
+    spec = build or BuildSpec(commands=("true",))
+    client = connect()
+    image = spec.image or DEFAULT_IMAGE
+    if spec.dockerfile:
+        image = build_recipe_image(client, (recipe_dir or Path.cwd()) / spec.dockerfile)
+    return DockerExecutor(image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir)

@@ -26,7 +26,7 @@ import requests.exceptions
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
-from attrib.errors import InputError
+from attrib.errors import EngineUnavailable, ImageMissing
 from attrib.evaluate.executors import ProcessResult
 
 CONTAINER_WORKDIR = "/src"
@@ -38,20 +38,6 @@ DEFAULT_MEMORY = "4g"
 EXEC_REAP_S = 10  # after killing a timed-out container, how long to wait for its exec to end
 
 
-class EngineUnavailable(InputError):
-    def __init__(self, detail: str) -> None:
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        super().__init__(
-            f"docker engine not reachable at {host} ({detail}); start it (as root: `dockerd &`, "
-            "or `systemctl start docker`) or point DOCKER_HOST at a running engine"
-        )
-
-
-class ImageMissing(InputError):
-    def __init__(self, image: str) -> None:
-        super().__init__(f"docker image {image!r} not found on the engine; build it with `attrib images build`")
-
-
 def connect() -> docker.DockerClient:
     try:
         client = docker.from_env(timeout=60)
@@ -59,6 +45,13 @@ def connect() -> docker.DockerClient:
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         raise EngineUnavailable(type(exc).__name__) from None
     return client
+
+
+def require_image(client: docker.DockerClient, image: str) -> docker.models.images.Image:
+    try:
+        return client.images.get(image)
+    except docker.errors.ImageNotFound:
+        raise ImageMissing(image) from None
 
 
 class DockerExecutor:
@@ -75,10 +68,7 @@ class DockerExecutor:
         workdir: Path | None = None,
     ) -> None:
         self.client = client or connect()
-        try:
-            img = self.client.images.get(image)
-        except docker.errors.ImageNotFound:
-            raise ImageMissing(image) from None
+        img = require_image(self.client, image)
         self.image = image
         self.image_id: str = img.id
         self.digests: list[str] = list(img.attrs.get("RepoDigests") or [])

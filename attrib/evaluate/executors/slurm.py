@@ -123,7 +123,7 @@ class SlurmExecutor:
         self._should_stop: Callable[[], str | None] | None = None
         self._saved_handlers: dict[int, Any] = {}
         self._closed = False
-        self._check_cluster()
+        self.cli.require_controller()
         self.all_nodes = self.cli.nodes(spec.partition)
         if not self.all_nodes:
             where = f"partition {spec.partition!r}" if spec.partition else "the default partition"
@@ -133,13 +133,6 @@ class SlurmExecutor:
         self._hook_signals()
 
     # --- plan-time checks -----------------------------------------------------------------
-
-    def _check_cluster(self) -> None:
-        res = self.cli.call(["squeue", "--json", "--me"])
-        if res.returncode != 0:
-            conf = os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")
-            tail = (res.stderr.strip() or f"exit {res.returncode}").splitlines()[-1]
-            raise SlurmUnavailable(f"--executor slurm: no Slurm controller answers (SLURM_CONF={conf}): {tail}")
 
     def _check_shared(self) -> None:
         """Checkouts and builds must be on a filesystem every node mounts: check it now, with

@@ -6,6 +6,7 @@ decides anything about builds or rounds (executors/slurm.py does)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -42,6 +43,14 @@ class SlurmCli:
             ) from None
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(list(argv), -1, "", f"{argv[0]} did not answer within {timeout_s:g} s")
+
+    def require_controller(self) -> None:
+        """SlurmUnavailable (exit 2) unless the commands are there and a controller answers."""
+        res = self.call(["squeue", "--json", "--me"])
+        if res.returncode != 0:
+            conf = os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+            tail = (res.stderr.strip() or f"exit {res.returncode}").splitlines()[-1]
+            raise SlurmUnavailable(f"--executor slurm: no Slurm controller answers (SLURM_CONF={conf}): {tail}")
 
     def submit(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[int | None, str]:
         """(job id, "") or (None, sbatch's complaint)."""

@@ -8,7 +8,7 @@ import math
 import re
 from pathlib import Path
 
-from attrib.evaluate.executors import Executor
+from attrib.evaluate.executors import Executor, ProcessResult
 from attrib.evaluate.runners import RunResult
 from attrib.recipe import BenchmarkSpec
 
@@ -49,6 +49,20 @@ def _number(text: str) -> float | None:
         return None
 
 
+def process_failure(res: ProcessResult, timeout_s: float) -> str:
+    """Why a benchmark process is a failed run before its output is read ("" when it is not):
+    a timeout, or a non-zero exit with the end of its stderr. Shared by every runner that
+    runs a benchmark through an executor."""
+    if res.timed_out:
+        return f"timed out after {timeout_s:g} s"
+    if res.returncode is None:  # never started: the executor says why
+        return " ".join(res.stderr.split()) or "did not start"
+    if res.returncode != 0:
+        tail = " ".join(res.stderr.strip()[-ERROR_TAIL_CHARS:].splitlines())
+        return f"exit {res.returncode}: {tail}" if tail else f"exit {res.returncode}"
+    return ""
+
+
 class CommandRunner:
     def __init__(self, executor: Executor, spec: BenchmarkSpec) -> None:
         self.executor = executor
@@ -56,14 +70,7 @@ class CommandRunner:
 
     def run(self, checkout: Path) -> RunResult:
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
-        if res.timed_out:
-            return RunResult((), f"timed out after {self.spec.timeout_s:g} s", res.duration_s, node=res.node)
-        if res.returncode != 0:
-            tail = res.stderr.strip()[-ERROR_TAIL_CHARS:]
-            if res.returncode is None:  # it never ran to an exit (slurm: its job was lost): stderr says why
-                why = tail or "did not run"
-            else:
-                why = f"exit {res.returncode}: {tail}" if tail else f"exit {res.returncode}"
-            return RunResult((), why, res.duration_s, node=res.node)
+        if failure := process_failure(res, self.spec.timeout_s):
+            return RunResult((), failure, res.duration_s, node=res.node)
         samples, excluded, error = parse_samples(res.stdout)
         return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded), res.node)

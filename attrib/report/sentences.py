@@ -1,0 +1,60 @@
+"""The words for structured outcomes: why a range stayed open and what would settle it.
+
+The engine records causes as data (core/model.Cause); this is the one place that turns them
+into sentences for people, and the only place that names CLI flags a user could reach for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrib.core.model import Cause, UnresolvedCause
+
+
+def _shorts(commits: Sequence[str]) -> str:
+    return ", ".join(c[:10] for c in commits)
+
+
+def cause_why(cause: Cause, min_change_pct: float) -> str:
+    n = len(cause.commits)
+    match cause.kind:
+        case UnresolvedCause.NOT_CLEARLY_WORSE:
+            measured = f" (measured {cause.change_pct:+.2f} %)" if cause.change_pct is not None else ""
+            return f"bad is not clearly worse than good by {min_change_pct:g} % after {cause.rounds} rounds{measured}"
+        case UnresolvedCause.UNDECIDED_AT_CAP:
+            return f"{n} commit(s) stayed inconclusive at the cap"
+        case UnresolvedCause.NOT_MEASURED:
+            return f"{n} commit(s) were not measured: the search stopped at too many inconclusive tests"
+        case UnresolvedCause.UNBUILDABLE:
+            return f"{n} commit(s) cannot be built or run"
+        case UnresolvedCause.NOT_CONFIRMED:
+            last_good, culprit = cause.commits
+            verdict = cause.verdict.value if cause.verdict is not None else "undecided"
+            return f"the step {last_good[:10]} -> {culprit[:10]} was not confirmed ({verdict})"
+    raise ValueError(f"unknown cause {cause.kind!r}")
+
+
+def cause_resolve(cause: Cause, max_rounds: int) -> str:
+    match cause.kind:
+        case UnresolvedCause.NOT_CLEARLY_WORSE:
+            return (
+                f"more rounds (--max-rounds {max_rounds * 2}); or, if a change this small does not "
+                "matter, nothing: it is below the recipe's min_change_pct"
+            )
+        case UnresolvedCause.UNDECIDED_AT_CAP:
+            return f"more samples for {_shorts(cause.commits)} (--max-rounds {max_rounds * 2})"
+        case UnresolvedCause.NOT_MEASURED:
+            return "less noise (quieter machine, more reps) or a larger min_change_pct, then bisect this range"
+        case UnresolvedCause.UNBUILDABLE:
+            return f"a fixed build of {_shorts(cause.commits)}"
+        case UnresolvedCause.NOT_CONFIRMED:
+            return "more rounds for the confirmation, or a larger min_change_pct if the step is small"
+    raise ValueError(f"unknown cause {cause.kind!r}")
+
+
+def unresolved_text(causes: Sequence[Cause], min_change_pct: float, max_rounds: int) -> tuple[str, str]:
+    """(why, resolve): each cause's sentence, joined as one line each."""
+    return (
+        "; ".join(cause_why(c, min_change_pct) for c in causes),
+        "; ".join(cause_resolve(c, max_rounds) for c in causes),
+    )

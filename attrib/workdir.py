@@ -1,0 +1,54 @@
+"""The work directory's layout, in one place: where the mirror, checkouts, build records,
+logs, locks and scratch trees of a repository's bisections live.
+
+Several bisections (CLI runs, daemon workers) may share one work dir: every writer takes the
+lock named here for what it writes, and every path is derived from this layout, never spelled
+out at the call site.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_root(repo_path: Path) -> Path:
+    """$XDG_CACHE_HOME/attrib/<repo name>-<hash of its path>: one per repository."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attrib"
+    digest = hashlib.sha256(str(repo_path.resolve()).encode()).hexdigest()[:12]
+    return base / f"{repo_path.resolve().name}-{digest}"
+
+
+@dataclass(frozen=True)
+class WorkDir:
+    root: Path
+
+    @classmethod
+    def for_repo(cls, repo_path: Path, root: Path | None = None) -> WorkDir:
+        return cls((root or default_root(repo_path)).resolve())
+
+    @property
+    def mirror(self) -> Path:
+        """The bare shared clone every checkout is made from (and revert commits are made in)."""
+        return self.root / "mirror.git"
+
+    def checkout(self, key: str) -> Path:
+        return self.root / "checkouts" / key
+
+    def build_record(self, key: str) -> Path:
+        return self.root / "builds" / f"{key}.json"
+
+    def build_log(self, key: str) -> Path:
+        return self.root / "logs" / f"{key}.log"
+
+    def lock(self, name: str) -> Path:
+        return self.root / "locks" / f"{name}.lock"
+
+    @property
+    def mirror_lock(self) -> Path:
+        return self.lock("mirror")
+
+    def scratch(self, name: str) -> Path:
+        return self.root / "scratch" / name
