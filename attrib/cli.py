@@ -133,7 +133,7 @@ def _plain(markdown: str) -> str:
 RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect.")
 RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
-ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local or docker.")
+ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local, docker or slurm (docs/slurm.md).")
 WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs [default: ~/.cache/attrib/<repo>].")
 AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
 BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")

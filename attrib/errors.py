@@ -188,3 +188,16 @@ class BadRows(InputError):
             lines.append(f"... and {len(errors) - self.MAX_SHOWN} more bad rows")
         super().__init__("\n".join(lines))
         self.errors = errors
+
+
+# --- the Slurm executor (issue 13) ----------------------------------------------------------
+
+
+class SlurmUnavailable(InputError):
+    """--executor slurm cannot be used as configured (exit 2, before anything is built): no
+    Slurm commands on PATH, no controller answering, or a work dir the nodes do not see."""
+
+
+class SlurmInterrupted(AttribError):
+    """A build waiting on a Slurm job is unwound because attrib was interrupted (Ctrl-C,
+    SIGTERM): its job is cancelled and no build record is written for it."""

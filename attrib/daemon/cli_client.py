@@ -93,7 +93,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         host: str | None = typer.Option(None, "--host", help="Address to listen on (default: 127.0.0.1)."),
         port: int | None = typer.Option(None, "--port", help="Port (default: 8765; 0: any free port)."),
         workers: int | None = typer.Option(None, "--workers", help="Bisections run at once (default: 1; 0: only accept and queue)."),
-        executor: str | None = typer.Option(None, "--executor", help="local or docker (default: local)."),
+        executor: str | None = typer.Option(None, "--executor", help="local, docker or slurm (default: local)."),
         recipes_dir: Path | None = typer.Option(
             None, "--recipes-dir", help="Flags name recipes under this directory (default: the current one).",
         ),

@@ -157,8 +157,11 @@ class Worker(threading.Thread):
 
         p = plan(
             Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,
-            workdir_for(self.settings, job.repo_path),
+            workdir_for(self.settings, job.repo_path), run_id=f"d{job.id}",
         )  # fmt: skip
+        # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),
+        # and a cancel or a stop reaches the jobs it waits on, not only the next runner call.
+        p = replace(p, stop_check=recorder.should_stop)
         # probes=1: see the module docstring; verify=confirm: the CLI's default.
         return run_bisect(p, TestConfig(), job.seed, recorder, probes=1, wrap_runner=recorder.wrap)
 

@@ -8,6 +8,7 @@ below, and the raw counts sit in a collapsed <details> block.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -74,6 +75,15 @@ def _executor_line(ex: ExecutorInfo) -> str:
             f"- executor: docker, image `{ex.image}` id `{ex.image_id}`"
             + (f" digest `{digest}`" if digest else "")
             + f", benchmarks ran {gpus}"
+        )
+    if ex.name == "slurm":  # where the rounds ran (a round is paired on one node only)
+        rounds = ex.extra.get("rounds", [])
+        per_node = Counter(r["node"] for r in rounds if r.get("node"))
+        lost = sum(1 for r in rounds if r.get("fault"))
+        nodes = ", ".join(f"`{n}` {k}" for n, k in sorted(per_node.items())) or "none"
+        return (
+            f"- executor: slurm, partition {ex.extra.get('partition')}, {ex.extra.get('jobs_submitted', 0)} jobs; "
+            f"rounds per node: {nodes}" + (f"; {lost} round(s) lost their allocation" if lost else "")
         )
     return f"- executor: {ex.name}"
 

@@ -111,6 +111,7 @@ class CommitRow:
     median: float | None
     build: BuildInfo | None = None
     failed_runs: tuple[str, ...] = ()
+    nodes: Mapping[str, int] = field(default_factory=dict)  # usable runs per node (slurm: where it ran)
     quantiles: tuple[float, ...] | None = None  # at result.writer.QUANTILE_PROBS
     sample_values: tuple[float, ...] = ()
 

@@ -19,6 +19,7 @@ class RunResult:
     error: str  # empty when the run is usable
     duration_s: float
     excluded: tuple[str, ...] = ()  # one reason per sample the runner flagged as disturbed
+    node: str = ""  # the machine it ran on, when the executor tells (slurm); "" on this host
 
     @property
     def ok(self) -> bool:
