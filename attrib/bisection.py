@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -133,6 +134,7 @@ class Bisection:
         *,
         probes: int = 1,
         reverter: Reverter | None = None,
+        round_context: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.repo = repo
         self.bench = bench
@@ -140,7 +142,8 @@ class Bisection:
         self.probes = max(1, probes)
         self.reverter = reverter
         self.evaluation = Evaluation(
-            repo, builder, runner, bench, config, random.Random(seed), events, build_width=self.probes
+            repo, builder, runner, bench, config, random.Random(seed), events, build_width=self.probes,
+            round_context=round_context,
         )
         self.events = self.evaluation.events
         self.verdicts: dict[str, tuple[str, Verdict]] = {}

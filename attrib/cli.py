@@ -18,13 +18,13 @@ import typer
 from rich.console import Console
 
 from attrib import __version__
-from attrib.core.model import Status
+from attrib.core.model import Status, Verdict
 from attrib.core.stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
 from attrib.errors import AttribError, GpuUnavailable, InputError
 from attrib.fsutil import atomic_write_text
 from attrib.progress import PlainProgress, RichProgress
-from attrib.report.markdown import headline, render_markdown, write_report
-from attrib.result import dump
+from attrib.report.markdown import compare_line, headline, render, write_report
+from attrib.result import BisectResult, dump, load_result
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -38,6 +38,7 @@ STATUS_EXIT = {
     Status.INCONCLUSIVE: EXIT_INCONCLUSIVE,
     Status.ERROR: EXIT_FAILURE,
 }
+COMPARE_EXIT = {Verdict.BAD: EXIT_OK, Verdict.GOOD: EXIT_NOT_REPRODUCED, Verdict.INCONCLUSIVE: EXIT_INCONCLUSIVE}
 DEMO_DIR = Path("attrib-demo")
 DEMO_MARKER = ".attrib-demo"
 
@@ -86,22 +87,22 @@ def _progress() -> Any:
     return PlainProgress(sys.stderr)
 
 
-def _emit(result: dict[str, Any], json_out: Path | None, report_out: Path | None, filing: Any = None) -> int:
+def _emit(result: BisectResult, json_out: Path | None, report_out: Path | None, filing: Any = None) -> int:
     if json_out is not None:
         atomic_write_text(json_out, dump(result))
     plot = write_report(result, report_out) if report_out is not None else None
     typer.echo(_plain(headline(result)))
-    for c in result["culprits"]:
-        typer.echo(f"culprit: {c['commit']} {c['subject']} ({c['author']}) {c['change_pct']:+.2f} % CI {c['ci_pct']}")
+    for c in result.culprits:
+        typer.echo(f"culprit: {c.commit} {c.subject} ({c.author}) {c.change_pct:+.2f} % CI {list(c.ci_pct)}")
     for path, what in ((json_out, "result"), (report_out, "report")):
         if path is not None:
             typer.echo(f"{what}: {path}")
     if filing is not None:  # after the files are written: a filing failure loses nothing
         _file(result, filing, plot)
-    return STATUS_EXIT[Status(result["status"])]
+    return STATUS_EXIT[result.status]
 
 
-def _file(result: dict[str, Any], filing: Any, plot: Path | None) -> None:
+def _file(result: BisectResult, filing: Any, plot: Path | None) -> None:
     """--file-issue / --comment-on; a TrackerError from here is exit 1 (docs: README)."""
     import tempfile
 
@@ -132,7 +133,7 @@ def _plain(markdown: str) -> str:
 RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect.")
 RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
-ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local or docker.")
+ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local, docker or slurm (docs/slurm.md).")
 WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs [default: ~/.cache/attrib/<repo>].")
 AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
 BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
@@ -214,21 +215,16 @@ def compare(
         p = plan(repo, reference, candidate, recipe, benchmark, executor, workdir, require_ancestor=False)
         result = run_compare(p, config, seed, PlainProgress(sys.stderr))
         if json_out is not None:
-            atomic_write_text(json_out, json.dumps(result, indent=2) + "\n")
-        typer.echo(
-            f"{result['verdict']}: {candidate} vs {reference}: {result['change_pct']} % "
-            f"CI {result['ci_pct']} after {result['rounds']} rounds {result['reason']}".rstrip()
-        )
-        return {"bad": EXIT_OK, "good": EXIT_NOT_REPRODUCED, "inconclusive": EXIT_INCONCLUSIVE}.get(
-            result["verdict"], EXIT_FAILURE
-        )
+            atomic_write_text(json_out, dump(result))
+        typer.echo(compare_line(result, candidate, reference))
+        return COMPARE_EXIT.get(result.comparison.verdict, EXIT_FAILURE)
 
     _guard(go)
 
 
 @app.command()
 def report(
-    result_json: Path = typer.Argument(..., help="A result JSON written by `attrib bisect --json`."),
+    result_json: Path = typer.Argument(..., help="A result JSON written by `attrib bisect --json` or `attrib compare --json`."),
     out: Path | None = typer.Option(None, "--out", help="Write the markdown here instead of stdout."),
     file_issue: str | None = FileIssueOpt,
     comment: str | None = CommentOnOpt,
@@ -239,21 +235,16 @@ def report(
 
     def go() -> int:
         filing = Filing.prepare(file_issue, comment, label)
-        try:
-            result = json.loads(result_json.read_text())
-        except FileNotFoundError:
-            raise InputError(f"{result_json}: no such file") from None
-        except ValueError as exc:
-            raise InputError(f"{result_json}: not JSON ({exc})") from None
-        if not isinstance(result, dict) or result.get("schema") != 1:
-            raise InputError(f"{result_json}: key 'schema': expected a result document with schema 1")
+        result = load_result(result_json)
+        if filing is not None and not isinstance(result, BisectResult):
+            raise InputError(f"{result_json}: a compare result; --file-issue and --comment-on file bisection results only")
         plot = None
         if out is None:
-            typer.echo(render_markdown(result))
+            typer.echo(render(result))
         else:
             _check_output(out, "--out")
             plot = write_report(result, out)
-        if filing is not None:
+        if filing is not None and isinstance(result, BisectResult):
             _file(result, filing, plot)
         return EXIT_OK
 
@@ -313,7 +304,7 @@ def demo(
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, TestConfig(), seed, progress, verify="revert")
         code = _emit(result, directory / "result.json", directory / "report.md")
-        found = [c["commit"] for c in result["culprits"]]
+        found = [c.commit for c in result.culprits]
         typer.echo(
             "the planted culprit was "
             + ("found" if found == tree.culprits else f"NOT found (expected {tree.culprits[0]})")
@@ -404,6 +395,11 @@ def images_build(
 from attrib.daemon.cli_client import register as _register_daemon  # noqa: E402
 
 _register_daemon(app, _guard)
+
+# The nightly history and change-point detection (issue 14): their own module too.
+from attrib.history.cli import register as _register_history  # noqa: E402
+
+_register_history(app, _guard)
 
 
 @app.callback(invoke_without_command=True)

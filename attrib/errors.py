@@ -30,6 +30,16 @@ class RepoError(InputError):
     """Repository missing, revision unknown, or the range makes no sense."""
 
 
+class ResultFormatError(InputError):
+    """A file handed to `attrib report` (or a stored job result) is not a result attrib wrote:
+    names the file and the field, and what was expected there."""
+
+    def __init__(self, source: object, field: str, expected: str) -> None:
+        where = f"{source}: field '{field}'" if field else f"{source}"
+        super().__init__(f"{where}: {expected}")
+        self.source, self.field = source, field
+
+
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
 
@@ -45,14 +55,6 @@ class KernelCompileError(AttribError):
         first = next((ln for ln in log.splitlines() if "error" in ln), log.splitlines()[0] if log else "")
         super().__init__(f"{name} ({arch}) does not compile: {first.strip()}")
         self.log = log
-
-
-class TargetError(InputError):
-    """A --file-issue/--comment-on target (or a flag's file_issue) names no tracker project."""
-
-    def __init__(self, option: str, spec: str, why: str) -> None:
-        super().__init__(f"{option} {spec!r}: {why}")
-        self.spec, self.why = spec, why
 
 
 # --- executors and images -------------------------------------------------------------------
@@ -74,6 +76,14 @@ class ImageMissing(InputError):
 
 class ImageBuildError(AttribError):
     """An image could not be built (the message says which step and why)."""
+
+
+class TargetError(InputError):
+    """A --file-issue/--comment-on target (or a flag's file_issue) names no tracker project."""
+
+    def __init__(self, option: str, spec: str, why: str) -> None:
+        super().__init__(f"{option} {spec!r}: {why}")
+        self.spec, self.why = spec, why
 
 
 class TrackerError(AttribError):
@@ -151,3 +161,43 @@ class FormatError(InputError):
 def _one_line(text: str) -> str:
     # A benchmark name is whatever the tree under test printed; keep the message on one line.
     return text.replace("\r", "\\r").replace("\n", "\\n")
+# --- nightly history (issue 14) --------------------------------------------------------------
+
+
+class IngestError(InputError):
+    """A results file for the history has a bad row: one line naming the file, the row (1-based
+    data row, or the JSON path) and the field, and what was expected. Nothing of the file is
+    stored when any row is bad."""
+
+    def __init__(self, source: object, row: str, field: str, expected: str) -> None:
+        where = [str(source)] + ([f"row {row}"] if row else []) + ([f"field '{field}'"] if field else [])
+        super().__init__(": ".join(where) + f": {expected}".replace("\n", "\\n"))
+        self.source, self.row, self.field = source, row, field
+
+
+class BadRows(InputError):
+    """Every bad row of the files given, one IngestError line each (at most MAX_SHOWN), so a
+    CI job sees all its mistakes at once; nothing of any file was stored."""
+
+    MAX_SHOWN = 50
+
+    def __init__(self, errors: list[IngestError], parsed: list[object] | None = None) -> None:
+        lines = [str(e) for e in errors[: self.MAX_SHOWN]]
+        self.parsed = parsed or []  # the rows that did parse: their commits are checked too
+        if len(errors) > self.MAX_SHOWN:
+            lines.append(f"... and {len(errors) - self.MAX_SHOWN} more bad rows")
+        super().__init__("\n".join(lines))
+        self.errors = errors
+
+
+# --- the Slurm executor (issue 13) ----------------------------------------------------------
+
+
+class SlurmUnavailable(InputError):
+    """--executor slurm cannot be used as configured (exit 2, before anything is built): no
+    Slurm commands on PATH, no controller answering, or a work dir the nodes do not see."""
+
+
+class SlurmInterrupted(AttribError):
+    """A build waiting on a Slurm job is unwound because attrib was interrupted (Ctrl-C,
+    SIGTERM): its job is cancelled and no build record is written for it."""

@@ -3,28 +3,30 @@ daemon) call. Everything the user can get wrong is checked before anything is wr
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from attrib.bisection import Bisection, Outcome, Reverter
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
-from attrib.errors import GpuUnavailable, InputError, RepoError
+from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import Builder
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
-from attrib.evaluate.runners import Runner
+from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
-from attrib.result import RESULT_SCHEMA, RunContext, build_result, comparison_json
-from attrib.workdir import WorkDir
+from attrib.result import BisectResult, CompareResult
+from attrib.result.gather import provenance
+from attrib.result.writer import RunContext, build_result, compare_result
+from attrib.workdir import WorkDir, default_root
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class Plan:
     bench: BenchmarkSpec
     executor_name: ExecutorKind
     workdir: WorkDir
+    run_id: str | None = None  # slurm: names its jobs (a daemon job: d<id>, found again on restart)
+    # slurm: the daemon's stop check (cancel, stopping, lease lost), polled while jobs wait
+    stop_check: Callable[[], str | None] | None = None
 
 
 def plan(
@@ -50,6 +55,7 @@ def plan(
     workdir: Path | None,
     *,
     require_ancestor: bool = True,
+    run_id: str | None = None,
 ) -> Plan:
     """Validate every input; raises InputError (exit 2) with one line, and creates nothing."""
     recipe = load_recipe(recipe_path)
@@ -60,10 +66,24 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
+    if executor == "slurm" and bench.runner == "cupy":
+        raise InputError(
+            f"benchmark '{bench.name}': runner \"cupy\" times kernels inside attrib's process, "
+            "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
+        )
     check_runner_requirements(bench)
+    if workdir is None and executor == "slurm" and recipe.slurm and recipe.slurm.shared_dir:
+        workdir = Path(recipe.slurm.shared_dir) / default_root(repo.path).name  # the nodes must see it
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
     kind = check_executor(executor, recipe.build, recipe.path.parent)
-    return Plan(repo, good, bad, recipe, bench, kind, WorkDir.for_repo(repo.path, workdir))
+    root = WorkDir.for_repo(repo.path, workdir)
+    if kind is ExecutorKind.SLURM and recipe.slurm and recipe.slurm.shared_dir:
+        if not root.root.is_relative_to(Path(recipe.slurm.shared_dir).resolve()):
+            raise SlurmUnavailable(
+                f"[slurm] shared_dir {recipe.slurm.shared_dir}: the work dir {root.root} is not under it; "
+                "give --workdir under it, or leave --workdir out to use it"
+            )
+    return Plan(repo, good, bad, recipe, bench, kind, root, run_id)
 
 
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
@@ -114,7 +134,13 @@ def opened(p: Plan) -> Iterator[Tools]:
     the way out, whatever happens inside (Ctrl-C included)."""
     recipe = p.recipe
     p.workdir.root.mkdir(parents=True, exist_ok=True)
-    executor = make_executor(p.executor_name, recipe.build, recipe.path.parent, p.workdir.root)
+    executor = make_executor(
+        p.executor_name, recipe.build, recipe.path.parent, p.workdir.root, slurm=recipe.slurm, bench=p.bench,
+        run_id=p.run_id,
+    )  # fmt: skip
+    watch = getattr(executor, "watch", None)
+    if watch is not None and p.stop_check is not None:
+        watch(p.stop_check)
     try:
         with file_lock(p.workdir.mirror_lock):
             mirror = Mirror(p.workdir.mirror, p.repo)
@@ -145,7 +171,7 @@ def verify_mode(text: str) -> VerifyMode:
 def run_bisect(
     p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
-) -> dict[str, Any]:
+) -> BisectResult:
     """`probes`: commits proposed per search step (`--jobs`/`--probes`).
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     mode = verify_mode(verify)
@@ -155,7 +181,8 @@ def run_bisect(
     with opened(p) as tools:
         runner = wrap_runner(tools.runner) if wrap_runner else tools.runner
         engine = Bisection(
-            p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror)
+            p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
+            round_context=tools.executor.round,
         )
         outcome = engine.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
         executor_info = tools.executor.describe()
@@ -173,28 +200,19 @@ def run_bisect(
         verify=mode,
         executor_info=executor_info,
     )
-    result = build_result(outcome, ctx)
-    if isinstance(tools.runner, CupyRunner):
-        add_kernel_evidence(result, outcome, tools.runner)
-    return result
+    # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
+    evidence = evidence_of(tools.runner, _culprit_steps(outcome))
+    return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
 
 
-def add_kernel_evidence(result: dict[str, Any], outcome: Outcome, runner: CupyRunner) -> None:
-    """What only the cupy runner knows: each culprit's static kernel diff against the commit
-    it was confirmed against, and the GPU it was timed on."""
-    for entry, culprit in zip(result["culprits"], outcome.culprits, strict=True):
-        before = _checkout_of(outcome, culprit.last_good)
-        after = _checkout_of(outcome, culprit.commit)
-        if before is None or after is None:
-            continue
-        diff = runner.static_diff(before, after)
-        if isinstance(diff, str):
-            entry["static_diff_unavailable"] = diff
-        else:
-            entry["static_diff"] = diff
-    gpu = runner.gpu_environment()
-    if gpu:
-        result.setdefault("environment", {})["gpu"] = gpu
+def _culprit_steps(outcome: Outcome) -> list[Step]:
+    """Each culprit's step where both sides built: what a runner's evidence is about."""
+    steps = []
+    for culprit in outcome.culprits:
+        before, after = _checkout_of(outcome, culprit.last_good), _checkout_of(outcome, culprit.commit)
+        if before is not None and after is not None:
+            steps.append(Step(culprit.commit, before, after))
+    return steps
 
 
 def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
@@ -204,12 +222,17 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
     return Path(rec.build.checkout)
 
 
-def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> dict[str, Any]:
+def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     with opened(p) as tools:
-        engine = Bisection(p.repo, tools.builder, tools.runner, p.bench, config, seed, events)
+        engine = Bisection(
+            p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
+        )
         comp = engine.compare(p.bad, p.good, Purpose.COMPARE)
-    return {"schema": RESULT_SCHEMA, "benchmark": p.bench.name, **comparison_json(comp, p.bench.direction)}
+    # medians: a comparison is a pair of history points (formats/attrib_result.py)
+    records = engine.evaluation.records
+    medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
+    return compare_result(comp, p.bench, medians)
 
 
 def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from attrib.core.model import Status
 from attrib.core.stats import TestConfig
 from attrib.demo import DEMO_RECIPE, TreeSpec, generate_tree
 from attrib.job import plan, run_bisect
@@ -78,16 +79,16 @@ def main() -> int:
             p = plan(tree.path, tree.good, tree.bad, recipe, None, "local", root / f"work{i}")
             result = run_bisect(p, TestConfig(), args.seed, None)
             wall = time.monotonic() - start
-            named = [c["commit"] for c in result["culprits"]]
+            named = [c.commit for c in result.culprits]
             if tree.culprits:
-                ok = result["status"] == "culprit_found" and named == tree.culprits
+                ok = result.status is Status.CULPRIT_FOUND and named == tree.culprits
             else:
-                ok = result["status"] == "not_reproduced" and not named
+                ok = result.status is Status.NOT_REPRODUCED and not named
             n = len(tree.culprits) or 1
-            budget = n * (math.ceil(math.log2(result["range_commits"])) + 4)
-            rows.append((sc.name, ok, result["status"], result["builds"], budget, result["samples"], wall))
+            budget = n * (math.ceil(math.log2(result.range_commits)) + 4)
+            rows.append((sc.name, ok, result.status.value, result.builds, budget, result.samples, wall))
             mark = "ok " if ok else "WRONG"
-            print(f"{mark} {sc.name:38s} {result['status']:15s} builds {result['builds']:3d}/{budget:3d} samples {result['samples']:5d} {wall:6.1f}s", flush=True)
+            print(f"{mark} {sc.name:38s} {result.status.value:15s} builds {result.builds:3d}/{budget:3d} samples {result.samples:5d} {wall:6.1f}s", flush=True)
     correct = sum(r[1] for r in rows)
     lines = [
         "# End-to-end scenarios (real trees, real builds, real timing)",

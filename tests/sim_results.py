@@ -1,5 +1,5 @@
 """Real result documents for report and tracker tests: attrib's engine on simulated histories
-(attrib.simulation), turned into JSON by result.build_result, with every field that depends on
+(attrib.simulation), turned into typed results by result.writer.build_result, with every field that depends on
 the machine, the clock or the temp dir replaced by a fixed value, so golden files are stable."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from attrib.core.model import CommitInfo
 from attrib.core.stats import TestConfig
 from attrib.evaluate.builds import BuildRecord
 from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
-from attrib.result import RunContext, build_result
+from attrib.result import BisectResult
+from attrib.result.types import Machine
+from attrib.result.writer import Provenance, RunContext, build_result
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 
 AUTHORS = (
@@ -87,7 +89,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def simulated_result(name: str, tmp: Path) -> dict[str, Any]:
+def simulated_result(name: str, tmp: Path) -> BisectResult:
     sc = SCENARIOS[name]
     base = linear_history(sc["n"], sc["steps"], sc["broken"])
     hist = NamedHistory(base.levels, base.parents, base.main, base.broken, base.culprits)
@@ -103,17 +105,21 @@ def simulated_result(name: str, tmp: Path) -> dict[str, Any]:
     out = engine.run(fake_sha(hist.good), fake_sha(hist.bad))
     ctx = RunContext(
         repo=Path("/work/kernels"), recipe=recipe, bench=bench, executor="local", config=config, seed=seed,
-        workdir=Path("/work/cache"), wall_s=0.0, builds_fresh=builder.fresh_builds,
+        workdir=Path("/work/cache"), wall_s=321.0, builds_fresh=builder.fresh_builds,
     )  # fmt: skip
-    result = build_result(out, ctx)
     # Fixed where the real value depends on the machine, the clock or the temp dir.
-    result["wall_s"] = 321.0
-    result["tool"]["version"] = "0.0.0-test"
-    result["machine"] = {"hostname": "bench-01", "platform": "Linux-6.8-x86_64", "cpu": "Test CPU", "cpus": 16, "python": "3.11.9", "user": "ci"}
-    result["recipe"]["sha256"] = "0" * 64
-    for f in result["build_failures"]:
-        f["log"] = "/work/cache/logs/" + Path(f["log"]).name
-    for row in result["commits"]:
-        if row["build"]:
-            row["build"]["log"] = "/work/cache/logs/" + Path(row["build"]["log"]).name
-    return result
+    machine = Machine(hostname="bench-01", platform="Linux-6.8-x86_64", cpu="Test CPU", cpus=16, python="3.11.9", user="ci")
+    result = build_result(out, ctx, Provenance(machine, "0" * 64))
+    return replace(
+        result,
+        tool=replace(result.tool, version="0.0.0-test"),
+        build_failures=tuple(replace(f, log=_fixed_log(f.log)) for f in result.build_failures),
+        commits=tuple(
+            replace(row, build=replace(row.build, log=_fixed_log(row.build.log))) if row.build else row
+            for row in result.commits
+        ),
+    )
+
+
+def _fixed_log(path: str) -> str:
+    return "/work/cache/logs/" + Path(path).name

@@ -111,7 +111,7 @@ def test_output_directory_missing(tree, tmp_path):
 
 
 def test_unknown_executor(tree, tmp_path):
-    _assert_clean_failure(_bisect(tree, tmp_path, **{"--executor": "slurm"}), tmp_path, "--executor", "local")
+    _assert_clean_failure(_bisect(tree, tmp_path, **{"--executor": "kubernetes"}), tmp_path, "--executor", "local")
 
 
 def test_bad_error_rate(tree, tmp_path):

@@ -35,7 +35,7 @@ def test_config_file_with_command_line_over_it(tmp_path: Path, secret: Path):
         ("port = 'x'", "key 'port': expected int"),
         ("lease_s = true", "key 'lease_s': expected a number"),
         ("workers = -1", "--workers -1: expected at least 0"),
-        ('executor = "slurm"', "--executor 'slurm': expected one of: local, docker"),
+        ('executor = "kubernetes"', "--executor 'kubernetes': expected one of: local, docker, slurm"),
         ("port = [", "not a TOML file"),
     ],
 )

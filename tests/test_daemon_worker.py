@@ -20,11 +20,23 @@ from attrib.daemon.recording import JobRecorder
 from attrib.daemon.store import Job, NewJob, Store
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.runners import RunResult
-from attrib.recipe import BenchmarkSpec
+from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
+from attrib.result import BisectResult, dump, from_json
+from attrib.result.types import Machine
+from attrib.result.writer import Provenance, RunContext, build_result
 from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history
 
 HIST = linear_history(30, {17: 10.0})
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)
+RECIPE = Recipe(Path("/r.toml"), "sim", "", BuildSpec(commands=()), (BENCH,))
+MACHINE = Machine("bench-01", "Linux", "Test CPU", 2, "3.11", "ci")
+
+
+def sim_result(engine: Bisection, seed: int) -> BisectResult:
+    """The real writer on the simulated engine's outcome, as run_bisect would make it."""
+    out = engine.run(HIST.good, HIST.bad)
+    ctx = RunContext(Path("/sim"), RECIPE, BENCH, "local", engine.config, seed, Path("/work"), 0.0, 0)
+    return build_result(out, ctx, Provenance(MACHINE, "0" * 64))
 
 
 class SimWorker(worker_mod.Worker):
@@ -33,7 +45,7 @@ class SimWorker(worker_mod.Worker):
 
     on_run: Any = None
 
-    def bisect(self, job: Job, recorder: JobRecorder) -> dict[str, Any]:
+    def bisect(self, job: Job, recorder: JobRecorder) -> BisectResult:
         sim = SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1)
         hook = self.on_run
 
@@ -44,12 +56,11 @@ class SimWorker(worker_mod.Worker):
                 return sim.run(checkout)
 
         engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)
-        out = engine.run(HIST.good, HIST.bad)
-        return {"status": out.status.value, "culprits": [c.commit for c in out.culprits]}
+        return sim_result(engine, job.seed)
 
-    def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
+    def write_outputs(self, job: Job, result: BisectResult) -> str | None:
         (self.settings.job_dir(job.id)).mkdir(parents=True, exist_ok=True)
-        (self.settings.job_dir(job.id) / "result.json").write_text(str(result))
+        (self.settings.job_dir(job.id) / "result.json").write_text(dump(result))
         return worker_mod.file_report(job.file_issue, result, None, self.settings.state / "filed") if job.file_issue else None
 
 
@@ -73,7 +84,10 @@ def test_done_job_and_filing_hook(setup):
     w.process(_claim(store, w))
     job = store.get(job_id)
     assert job is not None and job.state is JobState.DONE
-    assert job.result == {"status": "culprit_found", "culprits": [HIST.main[17]]}
+    assert job.result is not None
+    stored = from_json(job.result, "the stored result")
+    assert isinstance(stored, BisectResult)
+    assert [c.commit for c in stored.culprits] == [HIST.main[17]]
     assert job.filing is None  # no sink asked for; real filing is in tests/test_daemon_e2e.py
     assert job.progress["phase"] == "finished: culprit_found"
     assert (settings.job_dir(job_id) / "result.json").exists()
@@ -164,13 +178,14 @@ def test_filing_hook_calls_the_tracker_when_there_is_one(monkeypatch):
             calls.append(("prepare", file_issue, comment, labels))
             return cls()
 
-        def run(self, result: dict[str, Any], plot: None, log: Any) -> None:
-            calls.append(("run", result["status"], plot))
+        def run(self, result: BisectResult, plot: None, log: Any) -> None:
+            calls.append(("run", result.status.value, plot))
             log("opened: https://forge.example/acme/k/issues/1")
 
     fake = types.ModuleType("attrib.tracker")
     fake.Filing = Filing  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "attrib.tracker", fake)
-    line = worker_mod.file_report("github:acme/k", {"status": "culprit_found"}, None, Path("/unused"))
+    engine = Bisection(HIST, SimBuilder(HIST), SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1), BENCH, TestConfig(), 1)
+    line = worker_mod.file_report("github:acme/k", sim_result(engine, 1), None, Path("/unused"))
     assert line == "opened: https://forge.example/acme/k/issues/1"
     assert calls == [("prepare", "github:acme/k", None, None), ("run", "culprit_found", None)]

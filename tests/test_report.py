@@ -4,23 +4,25 @@ outcomes; regenerate them with ATTRIB_UPDATE_GOLDEN=1 after a deliberate change,
 
 from __future__ import annotations
 
-import copy
 import os
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from sim_results import simulated_result
 
+from attrib.core.model import Status
 from attrib.report.markdown import headline, render_markdown
 from attrib.report.plot import PLOT_SIZE_PX, plot_available, render_plot, sparkline
+from attrib.result.types import BisectResult, Environment
 
 GOLDEN = Path(__file__).parent / "golden"
 OUTCOMES = ("culprit", "two_culprits", "not_reproduced", "inconclusive")
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BisectResult]:
     tmp = tmp_path_factory.mktemp("sim")
     return {name: simulated_result(name, tmp) for name in OUTCOMES}
 
@@ -36,21 +38,23 @@ def test_golden(results, name):
 
 def test_the_simulated_outcomes_are_the_ones_the_golden_files_claim(results):
     # The goldens are only worth something if the inputs are the outcomes they are named for.
-    assert [results[n]["status"] for n in OUTCOMES] == ["culprit_found", "culprit_found", "not_reproduced", "inconclusive"]
-    assert len(results["culprit"]["culprits"]) == 1 and len(results["two_culprits"]["culprits"]) == 2
-    assert results["culprit"]["build_failures"], "the culprit scenario shows a build failure excerpt"
+    assert [results[n].status for n in OUTCOMES] == [
+        Status.CULPRIT_FOUND, Status.CULPRIT_FOUND, Status.NOT_REPRODUCED, Status.INCONCLUSIVE
+    ]
+    assert len(results["culprit"].culprits) == 1 and len(results["two_culprits"].culprits) == 2
+    assert results["culprit"].build_failures, "the culprit scenario shows a build failure excerpt"
 
 
 def test_headlines_say_what_happened_in_one_line(results):
-    c = results["culprit"]["culprits"][0]
+    c = results["culprit"].culprits[0]
     line = headline(results["culprit"])
     assert "\n" not in line
-    assert line.startswith("**Culprit found** in") and c["subject"] in line and c["author"] in line
-    assert f"{c['change_pct']:+.1f} %" in line and "gemm_fp16" in line
+    assert line.startswith("**Culprit found** in") and c.subject in line and c.author in line
+    assert f"{c.change_pct:+.1f} %" in line and "gemm_fp16" in line
     assert headline(results["two_culprits"]).startswith("**2 culprits found**")
     assert headline(results["not_reproduced"]).startswith("**Not reproduced**")
-    u = results["inconclusive"]["unresolved"][0]
-    assert f"`{u['last_good'][:10]}`..`{u['first_bad'][:10]}`" in headline(results["inconclusive"])
+    u = results["inconclusive"].unresolved[0]
+    assert f"`{u.last_good[:10]}`..`{u.first_bad[:10]}`" in headline(results["inconclusive"])
 
 
 def test_first_screen_is_short_and_details_come_after(results):
@@ -58,18 +62,18 @@ def test_first_screen_is_short_and_details_come_after(results):
     first_section = text.index("\n## ")
     assert text[:first_section].count("\n") <= 15
     assert text.index("## Tested commits") < text.index("<details>") < text.index("</details>")
-    c = results["culprit"]["culprits"][0]
-    for needed in (c["commit"], c["author"], c["date"], *c["files"], "93 % of the whole regression"):
+    c = results["culprit"].culprits[0]
+    for needed in (c.commit, c.author, c.date, *c.files, "93 % of the whole regression"):
         assert needed in text, needed
 
 
 def test_static_diff_and_gpu_environment_render_when_present(results):
-    r = copy.deepcopy(results["culprit"])
+    r = results["culprit"]
     plain = render_markdown(r)
     assert "Static kernel diff" not in plain and "GPU: none recorded" in plain
-    r["culprits"][0]["static_diff"] = {"registers": [96, 168], "spill_stores_bytes": [0, 24]}
-    r["environment"] = {"gpu": {"name": "NVIDIA H200", "driver": "570.86", "cuda": "12.8", "clocks": {"sm_mhz": 1980}}}
-    text = render_markdown(r)
+    culprit = replace(r.culprits[0], static_diff={"registers": (96, 168), "spill_stores_bytes": (0, 24)})
+    gpu = {"name": "NVIDIA H200", "driver": "570.86", "cuda": "12.8", "clocks": {"sm_mhz": 1980}}
+    text = render_markdown(replace(r, culprits=(culprit,), environment=Environment(gpu=(gpu,))))
     assert "| registers | 96 | 168 | +72 (+75 %) |" in text
     assert "| spill_stores_bytes | 0 | 24 | +24 |" in text
     assert "- GPU: NVIDIA H200, driver 570.86, cuda 12.8, clocks sm_mhz 1980" in text

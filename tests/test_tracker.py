@@ -14,6 +14,7 @@ from fake_tracker import FakeTracker
 from sim_results import simulated_result
 
 from attrib.errors import InputError, TrackerError
+from attrib.result import dump
 from attrib.tracker import comment_on, file_issues, fingerprint, open_sink, parse_target
 
 TOKEN = "ghp_s3cret-t0ken-value"
@@ -64,17 +65,17 @@ def test_targets_parse():
 
 def test_github_files_once_then_comments(server, results):
     r = results["culprit"]
-    culprit = r["culprits"][0]
-    server.logins[culprit["commit"]] = "ada-l"
+    culprit = r.culprits[0]
+    server.logins[culprit.commit] = "ada-l"
     sink = github(server)
     first = file_issues(r, sink, ["performance-regression", "gemm"])
     assert [f.action for f in first] == ["opened"]
     [issue] = server.issues["acme/kernels"]
     assert issue.labels == ["performance-regression", "gemm"]
-    fp = fingerprint("acme/kernels", culprit["commit"], "gemm_fp16")
+    fp = fingerprint("acme/kernels", culprit.commit, "gemm_fp16")
     assert f"<!-- attrib-fingerprint: {fp} -->" in issue.body
-    assert "cc @ada-l:" in issue.body and culprit["commit"] in issue.body and "## Tested commits" in issue.body
-    assert culprit["subject"] in issue.title and "+9" in issue.title
+    assert "cc @ada-l:" in issue.body and culprit.commit in issue.body and "## Tested commits" in issue.body
+    assert culprit.subject in issue.title and "+9" in issue.title
     second = file_issues(r, github(server), ["performance-regression", "gemm"])
     assert [f.action for f in second] == ["commented"]
     assert len(server.issues["acme/kernels"]) == 1 and len(issue.comments) == 1
@@ -96,7 +97,7 @@ def test_two_culprits_are_two_issues(server, results):
     filed = file_issues(results["two_culprits"], github(server), ["performance-regression"])
     assert [f.action for f in filed] == ["opened", "opened"]
     titles = [i.title for i in server.issues["acme/kernels"]]
-    assert [c["commit"][:10] in t for c, t in zip(results["two_culprits"]["culprits"], titles, strict=True)] == [True] * 2
+    assert [c.commit[:10] in t for c, t in zip(results["two_culprits"].culprits, titles, strict=True)] == [True] * 2
 
 
 def test_gitlab_files_once_then_comments(server, results):
@@ -108,7 +109,7 @@ def test_gitlab_files_once_then_comments(server, results):
     assert all(rec.headers["private-token"] == TOKEN for rec in server.received)
     assert all(rec.path.startswith("/projects/gpu%2Fcompilers%2Fnvcc/") for rec in server.received)
     searches = [x for x in server.received if x.method == "GET"]
-    fp = fingerprint("gpu/compilers/nvcc", r["culprits"][0]["commit"], "gemm_fp16")
+    fp = fingerprint("gpu/compilers/nvcc", r.culprits[0].commit, "gemm_fp16")
     assert searches[0].query["search"] == [fp] and searches[0].query["state"] == ["opened"]
 
 
@@ -219,7 +220,7 @@ def test_dir_sink_dedups_by_fingerprint(tmp_path, results):
 
 
 def test_cli_report_files_and_keeps_the_token_secret(server, results, tmp_path):
-    (tmp_path / "result.json").write_text(json.dumps(results["culprit"]))
+    (tmp_path / "result.json").write_text(dump(results["culprit"]))
     env = {**os.environ, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": server.url}
     proc = subprocess.run(
         [sys.executable, "-m", "attrib", "report", str(tmp_path / "result.json"), "--out", str(tmp_path / "r.md"),
@@ -246,7 +247,7 @@ def test_cli_report_files_and_keeps_the_token_secret(server, results, tmp_path):
 
 
 def test_cli_filing_failure_is_exit_1_after_the_report_is_written(server, results, tmp_path):
-    (tmp_path / "result.json").write_text(json.dumps(results["culprit"]))
+    (tmp_path / "result.json").write_text(dump(results["culprit"]))
     env = {**os.environ, "GITHUB_TOKEN": "wrong", "GITHUB_API_URL": server.url}
     proc = subprocess.run(
         [sys.executable, "-m", "attrib", "report", str(tmp_path / "result.json"), "--out", str(tmp_path / "r.md"),

@@ -93,7 +93,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         host: str | None = typer.Option(None, "--host", help="Address to listen on (default: 127.0.0.1)."),
         port: int | None = typer.Option(None, "--port", help="Port (default: 8765; 0: any free port)."),
         workers: int | None = typer.Option(None, "--workers", help="Bisections run at once (default: 1; 0: only accept and queue)."),
-        executor: str | None = typer.Option(None, "--executor", help="local or docker (default: local)."),
+        executor: str | None = typer.Option(None, "--executor", help="local, docker or slurm (default: local)."),
         recipes_dir: Path | None = typer.Option(
             None, "--recipes-dir", help="Flags name recipes under this directory (default: the current one).",
         ),
@@ -188,6 +188,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
     ) -> None:
         """One job: its state, progress, and the result's headline when done."""
         from attrib.report.markdown import headline
+        from attrib.result import BisectResult, from_json
 
         def go() -> int:
             answer = _check(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", _secret(secret_file)), "status")
@@ -200,7 +201,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             if answer.get("error"):
                 typer.echo(f"  error: {answer['error']}")
             if answer.get("result"):
-                typer.echo("  " + headline(answer["result"]).replace("**", "").replace("`", ""))
+                result = from_json(answer["result"], f"job {answer['id']}'s result")
+                if isinstance(result, BisectResult):
+                    typer.echo("  " + headline(result).replace("**", "").replace("`", ""))
             if answer.get("filing"):
                 typer.echo(f"  filing: {answer['filing']}")
             return 0

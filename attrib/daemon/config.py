@@ -16,6 +16,7 @@ github_token_file = "/etc/attrib/github-token"   # default: $GITHUB_TOKEN (actio
 signature_tolerance_s = 300      # signed timestamps this far from our clock are refused
 allow_legacy_signature = false   # accept the old sha256= form (no timestamp) during a migration
 allow_http_repos = false         # fetch plain http:// repository URLs (cleartext code we then build)
+[history]   # nightly results: projects, repositories, benchmark -> recipe (attrib/history/projects.py)
 ```
 """
 
@@ -31,6 +32,7 @@ from attrib.daemon.auth import DEFAULT_TOLERANCE_S
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
 from attrib.errors import InputError, RecipeError
 from attrib.evaluate.executors import EXECUTORS
+from attrib.history.projects import HistoryConfig, parse_history
 
 DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
 DEFAULT_PORT = 8765
@@ -59,6 +61,7 @@ class Settings:
     signature_tolerance_s: float = DEFAULT_TOLERANCE_S
     allow_legacy_signature: bool = False
     allow_http_repos: bool = False
+    history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
 
     @property
     def db_path(self) -> Path:
@@ -85,6 +88,7 @@ _KEYS: dict[str, type] = {
     "signature_tolerance_s": float,
     "allow_legacy_signature": bool,
     "allow_http_repos": bool,
+    "history": dict,
 }
 
 
@@ -100,7 +104,9 @@ def read_config(path: Path) -> dict[str, Any]:
         if key not in _KEYS:
             raise RecipeError(path, key, f"unknown key; expected one of: {', '.join(_KEYS)}")
         kind = _KEYS[key]
-        if kind is Path:
+        if key == "history":
+            out[key] = parse_history(path, value)
+        elif kind is Path:
             if not isinstance(value, str):
                 raise RecipeError(path, key, "expected a path string")
             out[key] = (path.parent / value).resolve()

@@ -178,6 +178,11 @@ def _check_file_issue(spec: str) -> None:
         raise FlagError("file_issue", "dir: takes a plain name (letters, digits, . _ -), filed under --state/filed/")
 
 
+def mirror_path(text: str, state: Path) -> Path:
+    """Where the daemon keeps its mirror of the git URL `text` (the series page reads it unfetched)."""
+    return state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+
+
 def _local_repo(text: str, ctx: FlagContext) -> Path:
     """A local path as is; a git URL is cloned (once) into --state/repos and fetched on each flag."""
     if text.startswith("-"):
@@ -189,7 +194,7 @@ def _local_repo(text: str, ctx: FlagContext) -> Path:
         if not path.is_absolute():
             raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
         return path
-    dest = ctx.state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+    dest = mirror_path(text, ctx.state)
     with file_lock(ctx.state / "locks" / f"{dest.name}.lock"):
         try:
             mirror_url(text, dest, FETCH_TIMEOUT_S, ctx.allow_http)

@@ -3,6 +3,7 @@
 Every body is read by bodies.BoundedBodies first (at most MAX_BODY_BYTES from any framing,
 a bounded number at once); authentication happens on those raw bytes before anything is parsed
 or stored (auth.py):
+  POST /v1/results           same signature; nightly results (results_api.py, with GET /series)
   POST /v1/regressions       X-Attrib-Signature-256: t=<unix>,v1=<hex HMAC-SHA256("<t>.<body>")>
   POST /v1/webhooks/github   X-Hub-Signature-256 (GitHub's own header); a failed workflow_run
                              makes the daemon fetch the run's attrib-flag artifact
@@ -41,7 +42,8 @@ from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetc
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
-from attrib.errors import FlagError, InputError, QueueFull, StateError, Unauthorized, UpstreamError
+from attrib.errors import FlagError, InputError, QueueFull, ResultFormatError, StateError, Unauthorized, UpstreamError
+from attrib.result import BisectResult, from_json
 
 log = logging.getLogger("attrib.daemon")
 
@@ -212,12 +214,29 @@ def _api(store: Store, settings: Settings) -> FastAPI:
             return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
         return JSONResponse({"id": job_id, "state": state.value, "cancel_requested": state is JobState.RUNNING}, status_code=202)
 
+    from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)
+
+    results_api.include(app, store, settings)
+
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> Response:
         check_bearer(request.headers.get("Authorization"), settings.secret)
         return HTMLResponse(status_page(store))
 
     return app
+
+
+def _result_cells(job: Job) -> tuple[str, str]:
+    """Status and culprits of a job's stored result, or why it cannot be read."""
+    if job.result is None:
+        return "", ""
+    try:
+        result = from_json(job.result, f"job {job.id}'s result")
+    except ResultFormatError as exc:
+        return "unreadable", str(exc)
+    if not isinstance(result, BisectResult):
+        return result.kind.value, ""
+    return result.status.value, ", ".join(c.commit[:10] for c in result.culprits)
 
 
 def status_page(store: Store) -> str:
@@ -227,8 +246,7 @@ def status_page(store: Store) -> str:
     counts = store.counts()
     rows = []
     for j in store.jobs(50):
-        status = (j.result or {}).get("status", "")
-        culprits = ", ".join(c["commit"][:10] for c in (j.result or {}).get("culprits", []))
+        status, culprits = _result_cells(j)
         phase = j.progress.get("phase", "") if j.state is JobState.RUNNING else (j.error or "")
         report = f'<a href="/v1/jobs/{e(j.id)}/report">report</a>' if j.state is JobState.DONE else ""
         rows.append(
@@ -258,7 +276,8 @@ def status_page(store: Store) -> str:
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>attrib daemon</title>"
         "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}</style></head><body>"
-        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded</p>"
+        f"<h1>attrib daemon</h1><p>{summary or 'no jobs yet'}; {counts['flags']} flags, {counts['samples']} runs recorded;"
+        " <a href='/series'>nightly series</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
     )
 

@@ -18,8 +18,8 @@ import socket
 import threading
 import traceback
 import uuid
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from attrib.core.model import JobState
 from attrib.core.stats import TestConfig
@@ -29,7 +29,7 @@ from attrib.daemon.store import Job, Store
 from attrib.errors import AttribError, JobStopped, StateError
 from attrib.fsutil import atomic_write_text
 from attrib.report.markdown import write_report
-from attrib.result import dump
+from attrib.result import BisectResult, dump
 
 log = logging.getLogger("attrib.daemon")
 
@@ -48,7 +48,7 @@ def workdir_for(settings: Settings, repo_path: str) -> Path:
     return settings.state / "work" / f"{Path(repo_path).name}-{digest}"
 
 
-def file_report(sink: str, result: dict[str, Any], plot: Path | None, filed_root: Path) -> str:
+def file_report(sink: str, result: BisectResult, plot: Path | None, filed_root: Path) -> str:
     """File as `attrib bisect --file-issue SINK` does and return what the tracker logged. A
     dir: sink from a flag is a name under --state/filed (flags.py refuses paths). A filing
     failure is recorded on the job; the result and report are already written."""
@@ -123,10 +123,12 @@ class Worker(threading.Thread):
         recorder = JobRecorder(self.store, job, self.owner, should_stop)
         try:
             result = self.bisect(job, recorder)
-            recorder.phase(f"finished: {result['status']}")
+            recorder.phase(f"finished: {result.status.value}")
             filing = self.write_outputs(job, result)
-            self.store.finish(job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result["status"])
-            log.info("job %s: done: %s", job.id, result["status"])
+            self.store.finish(
+                job.id, self.owner, JobState.DONE, result=result.to_json(), filing=filing, note=result.status.value
+            )
+            log.info("job %s: done: %s", job.id, result.status.value)
         except JobStopped as stop:
             recorder.flush()
             if stop.why == STOP_CANCELLED:
@@ -150,18 +152,25 @@ class Worker(threading.Thread):
             done.set()
             beat.join()
 
-    def bisect(self, job: Job, recorder: JobRecorder) -> dict[str, Any]:
+    def bisect(self, job: Job, recorder: JobRecorder) -> BisectResult:
         from attrib.job import plan, run_bisect
 
         p = plan(
             Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,
-            workdir_for(self.settings, job.repo_path),
+            workdir_for(self.settings, job.repo_path), run_id=f"d{job.id}",
         )  # fmt: skip
+        # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),
+        # and a cancel or a stop reaches the jobs it waits on, not only the next runner call.
+        p = replace(p, stop_check=recorder.should_stop)
         # probes=1: see the module docstring; verify=confirm: the CLI's default.
         return run_bisect(p, TestConfig(), job.seed, recorder, probes=1, wrap_runner=recorder.wrap)
 
-    def write_outputs(self, job: Job, result: dict[str, Any]) -> str | None:
+    def write_outputs(self, job: Job, result: BisectResult) -> str | None:
         out = self.settings.job_dir(job.id)
+        from attrib.daemon.nightly import origin
+
+        if detected := origin(self.settings, job.id):  # a change point in nightly history
+            result = replace(result, detected=detected)
         atomic_write_text(out / "result.json", dump(result))
         plot = write_report(result, out / "report.md")
         if job.file_issue is None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -77,6 +78,7 @@ class CommitRecord:
     blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
+    nodes: list[str] = field(default_factory=list)  # per usable run, the node it ran on (slurm; "" here)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,10 @@ class Evaluation:
         events: Events | None = None,
         *,
         build_width: int = 1,
+        round_context: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.commits = commits
+        self.round_context = round_context or nullcontext  # Executor.round: one round, one machine
         self.builder = builder
         self.runner = runner
         self.bench = bench
@@ -143,6 +147,7 @@ class Evaluation:
         result = self.runner.run(Path(rec.build.checkout))
         rec.excluded.update(result.excluded)
         if result.ok:
+            rec.nodes.append(result.node)
             rec.samples.extend(result.samples)
             rec.blocks.append(block_level(oriented_logs(result.samples, self.bench.direction), self.bench.block_statistic))
         else:
@@ -188,7 +193,8 @@ class Evaluation:
         while active:
             order = [reference, *active]
             self.rng.shuffle(order)  # order-balanced on average: no side always runs first
-            runs = {sha: self.measure(sha) for sha in order}
+            with self.round_context():  # slurm: one allocation on one node, so the pairing holds
+                runs = {sha: self.measure(sha) for sha in order}
             self.rounds += 1
             if not runs[reference].ok:
                 failures[reference] += 1

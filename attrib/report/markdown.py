@@ -1,4 +1,5 @@
-"""Markdown from a result document (never from live objects), so a stored result re-renders.
+"""Markdown from a result (the typed records, never the engine's live objects), so a stored
+result re-renders exactly.
 
 The first screen is what an engineer reads in the tracker: the headline, a sparkline, the
 range, and per culprit who/what/how much. Everything needed to check or reproduce it follows
@@ -7,17 +8,33 @@ below, and the raw counts sit in a collapsed <details> block.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
+from attrib.core.model import RevertStatus, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.plot import plot_available, render_plot, sparkline
+from attrib.report.sentences import cause_resolve, cause_why
+from attrib.result.types import (
+    BisectResult,
+    CompareResult,
+    CulpritRecord,
+    ExecutorInfo,
+    Result,
+    RevertRecord,
+    Role,
+    Settings,
+    TextCause,
+    UnresolvedRange,
+)
 
 LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20
 
 
-def _fmt_ci(ci: list[float] | None) -> str:
+def _fmt_ci(ci: tuple[float, float] | None) -> str:
     return f"[{ci[0]:+.2f} %, {ci[1]:+.2f} %]" if ci else "n/a"
 
 
@@ -31,163 +48,167 @@ def _fmt_value(v: float | None, unit: str) -> str:
     return f"{v:.4g} {unit}"
 
 
-def _revert_text(rv: dict[str, Any]) -> str:
-    ref = f"`{rv['reverted_commit'][:10]}`" if rv.get("reverted_commit") else "the revert"
-    if rv["status"] in ("recovered", "not_recovered", "inconclusive"):
-        change = (
-            f"{rv['bad_vs_reverted_pct']:+.2f} % {_fmt_ci(rv['ci_pct'])}"
-            if rv["bad_vs_reverted_pct"] is not None
-            else "n/a"
-        )
-        verdict = {
-            "recovered": "the regression goes away when this commit is reverted",
-            "not_recovered": "reverting this commit does NOT remove the regression",
-            "inconclusive": "undecided at the cap",
-        }[rv["status"]]
-        return f"{verdict}: bad vs bad-with-revert ({ref}) {change} over {rv['rounds']} rounds"
-    return {
-        "conflict": "skipped: the revert conflicts",
-        "build_failed": "skipped: the reverted tree does not build",
-    }.get(rv["status"], "skipped") + (f" ({rv['detail']})" if rv.get("detail") else "")
+_REVERT_MEASURED = {
+    RevertStatus.RECOVERED: "the regression goes away when this commit is reverted",
+    RevertStatus.NOT_RECOVERED: "reverting this commit does NOT remove the regression",
+    RevertStatus.INCONCLUSIVE: "undecided at the cap",
+}
+_REVERT_SKIPPED = {
+    RevertStatus.CONFLICT: "skipped: the revert conflicts",
+    RevertStatus.BUILD_FAILED: "skipped: the reverted tree does not build",
+}
 
 
-def _executor_line(ex: dict[str, Any]) -> str:
-    if ex.get("name") == "docker":
-        digest = (ex.get("digests") or [None])[0]
-        gpus = "with GPUs" if ex.get("gpus") else "without GPUs"
+def _revert_text(rv: RevertRecord) -> str:
+    ref = f"`{rv.reverted_commit[:10]}`" if rv.reverted_commit else "the revert"
+    if rv.status in _REVERT_MEASURED:
+        change = f"{rv.bad_vs_reverted_pct:+.2f} % {_fmt_ci(rv.ci_pct)}" if rv.bad_vs_reverted_pct is not None else "n/a"
+        return f"{_REVERT_MEASURED[rv.status]}: bad vs bad-with-revert ({ref}) {change} over {rv.rounds} rounds"
+    return _REVERT_SKIPPED.get(rv.status, "skipped") + (f" ({rv.detail})" if rv.detail else "")
+
+
+def _executor_line(ex: ExecutorInfo) -> str:
+    if ex.name == "docker":
+        digest = ex.digests[0] if ex.digests else None
+        gpus = "with GPUs" if ex.gpus else "without GPUs"
         return (
-            f"- executor: docker, image `{ex.get('image')}` id `{ex.get('image_id')}`"
+            f"- executor: docker, image `{ex.image}` id `{ex.image_id}`"
             + (f" digest `{digest}`" if digest else "")
             + f", benchmarks ran {gpus}"
         )
-    return f"- executor: {ex.get('name', 'local')}"
+    if ex.name == "slurm":  # where the rounds ran (a round is paired on one node only)
+        rounds = ex.extra.get("rounds", [])
+        per_node = Counter(r["node"] for r in rounds if r.get("node"))
+        lost = sum(1 for r in rounds if r.get("fault"))
+        nodes = ", ".join(f"`{n}` {k}" for n, k in sorted(per_node.items())) or "none"
+        return (
+            f"- executor: slurm, partition {ex.extra.get('partition')}, {ex.extra.get('jobs_submitted', 0)} jobs; "
+            f"rounds per node: {nodes}" + (f"; {lost} round(s) lost their allocation" if lost else "")
+        )
+    return f"- executor: {ex.name}"
 
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _sha_list(shas: list[str], limit: int = 12) -> str:
+def _sha_list(shas: tuple[str, ...], limit: int = 12) -> str:
     more = f" and {len(shas) - limit} more" if len(shas) > limit else ""
     return ", ".join(f"`{s[:10]}`" for s in shas[:limit]) + more
 
 
-def _culprit_phrase(c: dict[str, Any]) -> str:
-    amb = f" (or one of {len(c['ambiguous_with'])} untestable commits before it)" if c["ambiguous_with"] else ""
-    return f'"{c["subject"]}" by {c["author"]}, **{c["change_pct"]:+.1f} %** {_fmt_ci(c["ci_pct"])} (`{c["commit"][:10]}`){amb}'
+def why_text(u: UnresolvedRange, s: Settings) -> str:
+    """Why the range is open: each cause's sentence (a schema-1 text cause as it was written)."""
+    return "; ".join(c.why if isinstance(c, TextCause) else cause_why(c, s.min_change_pct) for c in u.causes)
 
 
-def headline(result: dict[str, Any]) -> str:
+def resolve_text(u: UnresolvedRange, s: Settings) -> str:
+    return "; ".join(c.resolve if isinstance(c, TextCause) else cause_resolve(c, s.max_rounds) for c in u.causes)
+
+
+def _culprit_phrase(c: CulpritRecord) -> str:
+    amb = f" (or one of {len(c.ambiguous_with)} untestable commits before it)" if c.ambiguous_with else ""
+    return f'"{c.subject}" by {c.author}, **{c.change_pct:+.1f} %** {_fmt_ci(c.ci_pct)} (`{c.commit[:10]}`){amb}'
+
+
+def headline(result: BisectResult) -> str:
     """One line that says what happened."""
-    status, bench = result["status"], result["benchmark"]
-    culprits = result["culprits"]
-    if status == "culprit_found" and len(culprits) == 1:
+    status, bench, culprits = result.status, result.benchmark, result.culprits
+    if status is Status.CULPRIT_FOUND and len(culprits) == 1:
         c = culprits[0]
-        amb = f" (or one of {len(c['ambiguous_with'])} untestable commits before it)" if c["ambiguous_with"] else ""
+        amb = f" (or one of {len(c.ambiguous_with)} untestable commits before it)" if c.ambiguous_with else ""
         return (
-            f'**Culprit found** in "{c["subject"]}" by {c["author"]}: **{c["change_pct"]:+.1f} %** '
-            f"{_fmt_ci(c['ci_pct'])} on `{bench}` (`{c['commit'][:10]}`){amb}"
+            f'**Culprit found** in "{c.subject}" by {c.author}: **{c.change_pct:+.1f} %** '
+            f"{_fmt_ci(c.ci_pct)} on `{bench}` (`{c.commit[:10]}`){amb}"
         )
-    if status == "culprit_found":
+    if status is Status.CULPRIT_FOUND:
         return (
-            f"**{len(culprits)} culprits found** on `{bench}` (together {result['total_change_pct']:+.1f} %): "
+            f"**{len(culprits)} culprits found** on `{bench}` (together {result.total_change_pct:+.1f} %): "
             + "; ".join(_culprit_phrase(c) for c in culprits)
         )
-    if status == "not_reproduced":
+    if status is Status.NOT_REPRODUCED:
         return (
-            f"**Not reproduced**: `{bench}` at `{result['bad'][:10]}` is not worse than at `{result['good'][:10]}` "
-            f"by {result['settings']['min_change_pct']} % or more (measured {result['total_change_pct']:+.2f} % "
-            f"{_fmt_ci(result['total_ci_pct'])}); no commit is named."
+            f"**Not reproduced**: `{bench}` at `{result.bad[:10]}` is not worse than at `{result.good[:10]}` "
+            f"by {result.settings.min_change_pct} % or more (measured {result.total_change_pct:+.2f} % "
+            f"{_fmt_ci(result.total_ci_pct)}); no commit is named."
         )
-    if status == "inconclusive":
-        unresolved = result.get("unresolved") or []
+    if status is Status.INCONCLUSIVE:
+        unresolved = result.unresolved
         if unresolved:
             u = unresolved[0]
-            where = f"the change is in `{u['last_good'][:10]}`..`{u['first_bad'][:10]}` ({len(u['commits'])} commits)"
+            where = f"the change is in `{u.last_good[:10]}`..`{u.first_bad[:10]}` ({len(u.commits)} commits)"
             if len(unresolved) > 1:
                 where += f" and {len(unresolved) - 1} more range(s)"
         else:
-            where = f"the change is somewhere in `{result['good'][:10]}`..`{result['bad'][:10]}`"
+            where = f"the change is somewhere in `{result.good[:10]}`..`{result.bad[:10]}`"
         best = f"; best candidates: {'; '.join(_culprit_phrase(c) for c in culprits)}" if culprits else ""
-        return f"**Inconclusive** on `{bench}` ({result['total_change_pct']:+.1f} % overall): {where}{best}"
-    rng = f"{result['good'][:10]}..{result['bad'][:10]}"
-    return f"**Error** while bisecting `{bench}` in {rng}: {result.get('error', 'see notes')}"
+        return f"**Inconclusive** on `{bench}` ({result.total_change_pct:+.1f} % overall): {where}{best}"
+    rng = f"{result.good[:10]}..{result.bad[:10]}"
+    return f"**Error** while bisecting `{bench}` in {rng}: {result.error or 'see notes'}"
 
 
-def title(result: dict[str, Any], culprit: dict[str, Any] | None = None) -> str:
+def title(result: BisectResult, culprit: CulpritRecord | None = None) -> str:
     """A tracker issue title: short, and unique enough to scan a list of them."""
-    bench = result["benchmark"]
+    bench = result.benchmark
     if culprit is not None:
-        return f'{bench}: {culprit["change_pct"]:+.1f} % from {culprit["commit"][:10]} "{culprit["subject"]}"'
-    return f"{bench}: {result['status'].replace('_', ' ')} in {result['good'][:10]}..{result['bad'][:10]}"
+        return f'{bench}: {culprit.change_pct:+.1f} % from {culprit.commit[:10]} "{culprit.subject}"'
+    return f"{bench}: {result.status.value.replace('_', ' ')} in {result.good[:10]}..{result.bad[:10]}"
 
 
-def _static_diff(diff: dict[str, Any]) -> list[str]:
+def _static_diff(diff: Mapping[str, tuple[int, int]]) -> list[str]:
     """Static kernel metrics (registers, spills, ...) before -> after, as the runner reported them."""
     out = ["| kernel metric | before | after | change |", "|---|---:|---:|---:|"]
-    for metric, pair in diff.items():
-        if isinstance(pair, list | tuple) and len(pair) == 2:
-            before, after = pair
-            change = ""
-            if isinstance(before, int | float) and isinstance(after, int | float) and not isinstance(before, bool):
-                delta = after - before
-                change = f"{delta:+g}" + (f" ({delta / before * 100:+.0f} %)" if before else "")
-            out.append(f"| {_cell(metric)} | {_cell(before)} | {_cell(after)} | {change} |")
-        else:
-            out.append(f"| {_cell(metric)} | | {_cell(pair)} | |")
+    for metric, (before, after) in diff.items():
+        delta = after - before
+        change = f"{delta:+g}" + (f" ({delta / before * 100:+.0f} %)" if before else "")
+        out.append(f"| {_cell(metric)} | {before} | {after} | {change} |")
     return out
 
 
-def _culprit_section(c: dict[str, Any], index: int, total: int, status: str) -> list[str]:
+def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status) -> list[str]:
     n = f" {index} of {total}" if total > 1 else ""
     # An inconclusive outcome's culprits are the best candidates, not a claim.
-    what = "Culprit" if status == "culprit_found" else "Best candidate"
-    out = [f"## {what}{n}: `{c['commit'][:10]}` {c['subject']}", ""]
+    what = "Culprit" if status is Status.CULPRIT_FOUND else "Best candidate"
+    out = [f"## {what}{n}: `{c.commit[:10]}` {c.subject}", ""]
     out += [
-        f"- commit: `{c['commit']}`",
-        f"- author: {c['author']} <{c['author_email']}>, {c['date']}",
-        f"- change: **{c['change_pct']:+.2f} %** (95 % CI {_fmt_ci(c['ci_pct'])})"
-        + (f", {c['share'] * 100:.0f} % of the whole regression" if c.get("share") is not None else ""),
-        f"- confirmation: culprit vs `{c['compared_with'][:10]}` measured again, paired: "
-        f"{'confirmed' if c['confirmed'] else 'NOT confirmed'} (verdict {c['confirmation']['verdict']}, "
-        f"{c['confirmation']['rounds']} rounds)",
+        f"- commit: `{c.commit}`",
+        f"- author: {c.author} <{c.author_email}>, {c.date}",
+        f"- change: **{c.change_pct:+.2f} %** (95 % CI {_fmt_ci(c.ci_pct)})"
+        + (f", {c.share * 100:.0f} % of the whole regression" if c.share is not None else ""),
+        f"- confirmation: culprit vs `{c.compared_with[:10]}` measured again, paired: "
+        f"{'confirmed' if c.confirmed else 'NOT confirmed'} (verdict {c.confirmation.verdict.value}, "
+        f"{c.confirmation.rounds} rounds)",
     ]
-    if c.get("posterior") is not None:
-        line = f"- confidence: posterior probability {c['posterior']:.3f} that this exact commit is the change"
-        if c["ambiguous_with"]:
-            line += f" ({c['range_posterior']:.3f} that it is this commit or one of the untestable ones before it)"
+    if c.posterior is not None:
+        line = f"- confidence: posterior probability {c.posterior:.3f} that this exact commit is the change"
+        if c.ambiguous_with and c.range_posterior is not None:
+            line += f" ({c.range_posterior:.3f} that it is this commit or one of the untestable ones before it)"
         out.append(line)
-    rv = c.get("revert")
-    if rv:
-        out.append("- revert check: " + _revert_text(rv))
-    if c.get("via_merge"):
-        out.append(f"- brought in by the merge `{c['via_merge'][:10]}`")
-    if c["ambiguous_with"]:
-        amb = ", ".join(f"`{s[:10]}`" for s in c["ambiguous_with"])
+    if c.revert is not None:
+        out.append("- revert check: " + _revert_text(c.revert))
+    if c.via_merge:
+        out.append(f"- brought in by the merge `{c.via_merge[:10]}`")
+    if c.ambiguous_with:
+        amb = ", ".join(f"`{s[:10]}`" for s in c.ambiguous_with)
         out.append(f"- ambiguous: these untestable commits just before it could also be the cause: {amb}")
-    files = c.get("files") or []
-    if files:
-        more = f" and {len(files) - MAX_FILES_SHOWN} more" if len(files) > MAX_FILES_SHOWN else ""
-        out.append(f"- files changed ({len(files)}): " + ", ".join(f"`{f}`" for f in files[:MAX_FILES_SHOWN]) + more)
-    if c.get("static_diff"):
-        out += ["", "Static kernel diff:", ""] + _static_diff(c["static_diff"])
-    elif c.get("static_diff") == {}:
+    if c.files:
+        more = f" and {len(c.files) - MAX_FILES_SHOWN} more" if len(c.files) > MAX_FILES_SHOWN else ""
+        out.append(f"- files changed ({len(c.files)}): " + ", ".join(f"`{f}`" for f in c.files[:MAX_FILES_SHOWN]) + more)
+    if c.static_diff:
+        out += ["", "Static kernel diff:", ""] + _static_diff(c.static_diff)
+    elif c.static_diff is not None:
         out.append("- static kernel metrics (registers, spills, shared memory, binary size): unchanged")
-    elif c.get("static_diff_unavailable"):
-        out.append(f"- static kernel diff: unavailable ({_cell(c['static_diff_unavailable'])})")
-    out += ["", "Reproduce this comparison:", "", "```sh", c["reproduce"], "```", ""]
+    elif c.static_diff_unavailable:
+        out.append(f"- static kernel diff: unavailable ({_cell(c.static_diff_unavailable)})")
+    out += ["", "Reproduce this comparison:", "", "```sh", c.reproduce, "```", ""]
     return out
 
 
-def _gpu_lines(gpu: Any) -> list[str]:
-    """environment.gpu as the GPU layer records it: one object, or a list of them."""
-    gpus = gpu if isinstance(gpu, list) else [gpu]
+def _gpu_lines(gpus: tuple[Mapping[str, Any], ...]) -> list[str]:
+    """environment.gpu as the GPU layer records it: name, driver, cuda, clocks and any further keys."""
     known = ("name", "driver", "cuda", "clocks")
     out = []
     for g in gpus:
-        if not isinstance(g, dict):
-            out.append(f"- GPU: {g}")
-            continue
         parts = [str(g["name"])] if g.get("name") else []
         parts += [f"{k} {g[k]}" for k in ("driver", "cuda") if g.get(k) is not None]
         clocks = g.get("clocks")
@@ -200,45 +221,40 @@ def _gpu_lines(gpu: Any) -> list[str]:
     return out
 
 
-def _environment(result: dict[str, Any]) -> list[str]:
-    m, s = result["machine"], result["settings"]
+def _environment(result: BisectResult) -> list[str]:
+    m, env = result.machine, result.environment
     out = [
         "## Environment",
         "",
-        f"- attrib {result['tool']['version']}, recipe `{result['recipe']['name']}` "
-        f"(`{result['recipe']['path']}`, sha256 {result['recipe']['sha256'][:12]})",
-        f"- machine: {m['hostname']}, {m['cpu']} ({m['cpus']} CPUs), {m['platform']}, Python {m['python']}",
+        f"- attrib {result.tool.version}, recipe `{result.recipe.name}` "
+        f"(`{result.recipe.path}`, sha256 {result.recipe.sha256[:12]})",
+        f"- machine: {m.hostname}, {m.cpu} ({m.cpus} CPUs), {m.platform}, Python {m.python}",
     ]
-    env = result.get("environment") or {}
-    if env.get("gpu"):
-        out += _gpu_lines(env["gpu"])
-    else:
-        out.append("- GPU: none recorded")
-    out.append(_executor_line(result.get("executor") or {"name": s["executor"]}))
-    for key, value in env.items():
-        if key != "gpu" and value not in (None, "", [], {}):
+    out += _gpu_lines(env.gpu) if env.gpu else ["- GPU: none recorded"]
+    out.append(_executor_line(result.executor))
+    for key, value in env.extra.items():
+        if value not in (None, "", [], {}):
             out.append(f"- {key}: {value}")
     return out + [""]
 
 
-def _raw_counts(result: dict[str, Any]) -> list[str]:
-    unit = result["unit"]
-    s = result["settings"]
+def _raw_counts(result: BisectResult) -> list[str]:
+    unit, s = result.unit, result.settings
     out = [
         "<details><summary>Raw samples, comparisons and settings</summary>",
         "",
-        f"- alpha {s['alpha']}, beta {s['beta']}, rounds {s['min_rounds']}..{s['max_rounds']}, "
-        f"minimum change {s['min_change_pct']} %, {s['reps']} samples per run, seed {s['seed']}, "
-        f"executor {s['executor']}, jobs {s.get('jobs', 1)}, verify {s.get('verify', 'confirm')}",
-        f"- {result['samples']} samples in {result.get('rounds', 0)} rounds, {result['builds']} builds "
-        f"({result['builds_fresh']} fresh, {result['builds_cached']} from the cache), {result['wall_s']:.1f} s",
+        f"- alpha {s.alpha}, beta {s.beta}, rounds {s.min_rounds}..{s.max_rounds}, "
+        f"minimum change {s.min_change_pct} %, {s.reps} samples per run, seed {s.seed}, "
+        f"executor {s.executor}, jobs {s.jobs}, verify {s.verify}",
+        f"- {result.samples} samples in {result.rounds} rounds, {result.builds} builds "
+        f"({result.builds_fresh} fresh, {result.builds_cached} from the cache), {result.wall_s:.1f} s",
     ]
-    for d in result.get("drift", []):
+    for d in result.drift:
         out.append(
-            f"- drift: the {d['role']} reference `{d['commit'][:10]}` moved {d['change_pct']:+.2f} % between its first "
-            f"and last blocks ({d['blocks']} blocks); every comparison is paired within a round, so this cancels"
+            f"- drift: the {d.role.value} reference `{d.commit[:10]}` moved {d.change_pct:+.2f} % between its first "
+            f"and last blocks ({d.blocks} blocks); every comparison is paired within a round, so this cancels"
         )
-    excluded = result.get("excluded_samples") or {}
+    excluded = result.excluded_samples
     if excluded:
         reasons = ", ".join(f"{why}: {n}" for why, n in sorted(excluded.items(), key=lambda kv: -kv[1]))
         out.append(f"- excluded samples: {sum(excluded.values())}, by reason: {reasons} (flagged by the benchmark, or blocks the cupy runner saw run below the throttle clock)")
@@ -247,93 +263,137 @@ def _raw_counts(result: dict[str, Any]) -> list[str]:
         "| commit | samples | failed runs | min | 5 % | median | 95 % | max |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for row in result["commits"]:
-        q = row.get("quantiles") or [None] * 7
+    for row in result.commits:
+        q: tuple[float | None, ...] = row.quantiles or (None,) * 7
         cells = " | ".join(_fmt_value(q[i], unit) for i in (0, 1, 3, 5, 6))
-        out.append(f"| `{row['commit'][:10]}` | {row['samples']} | {len(row.get('failed_runs') or [])} | {cells} |")
+        out.append(f"| `{row.commit[:10]}` | {row.samples} | {len(row.failed_runs)} | {cells} |")
     out += [
         "",
         "| candidate | reference | purpose | verdict | rounds | change | 95 % CI |",
         "|---|---|---|---|---:|---:|---|",
     ]
-    for c in result["comparisons"]:
-        change = f"{c['change_pct']:+.2f} %" if c["change_pct"] is not None else "–"
+    for c in result.comparisons:
+        change = f"{c.change_pct:+.2f} %" if c.change_pct is not None else "–"
         out.append(
-            f"| `{c['candidate'][:10]}` | `{c['reference'][:10]}` | {c['purpose']} | {c['verdict']} | "
-            f"{c['rounds']} | {change} | {_fmt_ci(c['ci_pct'])} |"
+            f"| `{c.candidate[:10]}` | `{c.reference[:10]}` | {c.purpose.value} | {c.verdict.value} | "
+            f"{c.rounds} | {change} | {_fmt_ci(c.ci_pct)} |"
         )
     return out + ["", "</details>", ""]
 
 
-def render_markdown(result: dict[str, Any], plot: str | None = None, figure: str | None = None) -> str:
+def render_markdown(result: BisectResult, plot: str | None = None, figure: str | None = None) -> str:
     """The report. `plot` is where the PNG is (a path relative to the report, or a URL); without
     one the sparkline is the only picture. `figure`, a line of markdown, stands where the plot's
     link would: a tracker's own markdown for an uploaded plot, or the line saying why none is."""
-    unit = result["unit"]
-    name = PurePath(result["repo"]).name or result["repo"]
-    out: list[str] = [f"# attrib: `{result['benchmark']}` in {name}", "", headline(result), ""]
+    unit = result.unit
+    name = PurePath(result.repo).name or result.repo
+    out: list[str] = [f"# attrib: `{result.benchmark}` in {name}", "", headline(result), ""]
     spark = sparkline(result)
     if spark:
         out += ["```text"] + spark + ["```", ""]
     out += [
-        f"- range: `{result['good'][:10]}`..`{result['bad'][:10]}` ({result['range_commits']} commits), "
-        f"whole change {result['total_change_pct']:+.2f} % {_fmt_ci(result['total_ci_pct'])}, "
-        f"{'lower' if result['direction'] == 'lower' else 'higher'} is better",
-        f"- tested: {sum(1 for r in result['commits'] if r['role'] == 'candidate')} commits, "
-        f"{len(result['build_failures'])} did not build; {result['builds']} builds, {result['samples']} samples, "
-        f"{result['wall_s']:.0f} s",
+        f"- range: `{result.good[:10]}`..`{result.bad[:10]}` ({result.range_commits} commits), "
+        f"whole change {result.total_change_pct:+.2f} % {_fmt_ci(result.total_ci_pct)}, "
+        f"{result.direction.value} is better",
+        f"- tested: {sum(1 for r in result.commits if r.role is Role.CANDIDATE)} commits, "
+        f"{len(result.build_failures)} did not build; {result.builds} builds, {result.samples} samples, "
+        f"{result.wall_s:.0f} s",
     ]
+    for cp in result.detected:  # a job from the nightly history
+        out.append(f"- detected in nightly history: `{cp.series}` of {cp.project} changed {cp.change_pct:+.2f} % between "
+                   f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})")  # fmt: skip
     out.append("")
     if plot:
-        out += [f"![{result['benchmark']} per tested commit]({plot})", ""]
+        out += [f"![{result.benchmark} per tested commit]({plot})", ""]
     elif figure:
         out += [figure, ""]
-    for i, c in enumerate(result["culprits"], 1):
-        out += _culprit_section(c, i, len(result["culprits"]), result["status"])
-    for u in result.get("unresolved", []):
+    for i, c in enumerate(result.culprits, 1):
+        out += _culprit_section(c, i, len(result.culprits), result.status)
+    for u in result.unresolved:
         out += [
-            f"## Unresolved: `{u['last_good'][:10]}`..`{u['first_bad'][:10]}` ({len(u['commits'])} commits)",
+            f"## Unresolved: `{u.last_good[:10]}`..`{u.first_bad[:10]}` ({len(u.commits)} commits)",
             "",
-            f"- the change is in this range: {_sha_list(u['commits'])}",
-            f"- why it is not pinned down: {u['why']}",
-            f"- what would resolve it: {u['resolve']}",
+            f"- the change is in this range: {_sha_list(u.commits)}",
+            f"- why it is not pinned down: {why_text(u, result.settings)}",
+            f"- what would resolve it: {resolve_text(u, result.settings)}",
             "",
         ]
-    if result["notes"]:
-        out += ["## Notes", ""] + [f"- {n}" for n in result["notes"]] + [""]
-    culprit_shas = {c["commit"] for c in result["culprits"]}
+    if result.notes:
+        out += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
+    culprit_shas = {c.commit for c in result.culprits}
     out += [
         "## Tested commits",
         "",
         "| commit | subject | verdict | vs | samples | median |",
         "|---|---|---|---|---:|---:|",
     ]
-    for row in result["commits"]:
-        vs = f"`{row['reference'][:10]}`" if row["reference"] else ""
-        verdict = row["verdict"]
-        if row["role"] != "candidate":
-            verdict = f"{verdict} ({row['role']} ref)"
-        if row["commit"] in culprit_shas:
+    for row in result.commits:
+        vs = f"`{row.reference[:10]}`" if row.reference else ""
+        verdict = row.verdict.value
+        if row.role is not Role.CANDIDATE:
+            verdict = f"{verdict} ({row.role.value} ref)"
+        if row.commit in culprit_shas:
             verdict = f"**{verdict}, culprit**"
         out.append(
-            f"| `{row['commit'][:10]}` | {_cell(row['subject'])} | {verdict} | {vs} | {row['samples']} | "
-            f"{_fmt_value(row['median'], unit)} |"
+            f"| `{row.commit[:10]}` | {_cell(row.subject)} | {verdict} | {vs} | {row.samples} | "
+            f"{_fmt_value(row.median, unit)} |"
         )
     out.append("")
-    if result["build_failures"]:
+    if result.build_failures:
         out += ["## Build failures", ""]
-        for f in result["build_failures"]:
-            tail = "\n".join(f["log_tail"].splitlines()[-LOG_EXCERPT_LINES:]) or "(empty log)"
-            out += [f"- `{f['commit'][:10]}` {f['subject']}: {f['reason']}", "", "```text", tail, "```", ""]
-    out += ["## Reproduce", "", "```sh", result["reproduce"], "```", ""]
+        for f in result.build_failures:
+            tail = "\n".join(f.log_tail.splitlines()[-LOG_EXCERPT_LINES:]) or "(empty log)"
+            out += [f"- `{f.commit[:10]}` {f.subject}: {f.reason}", "", "```text", tail, "```", ""]
+    out += ["## Reproduce", "", "```sh", result.reproduce, "```", ""]
     out += _environment(result)
     out += _raw_counts(result)
     return "\n".join(out)
 
 
-def write_report(result: dict[str, Any], path: Path) -> Path | None:
-    """The report at `path` and, when matplotlib is installed, its plot next to it (same name,
-    .png), linked from the report. Returns the plot's path, or None (text only)."""
+_COMPARE_VERDICT = {
+    Verdict.BAD: "worse",
+    Verdict.GOOD: "not worse",
+    Verdict.INCONCLUSIVE: "undecided at the round cap",
+    Verdict.SKIP: "not measured",
+}
+
+
+def compare_line(result: CompareResult, candidate: str, reference: str) -> str:
+    """One line, as `attrib compare` prints it, naming the revisions as the user gave them."""
+    c = result.comparison
+    ci = list(c.ci_pct) if c.ci_pct is not None else None
+    return f"{c.verdict.value}: {candidate} vs {reference}: {c.change_pct} % CI {ci} after {c.rounds} rounds {c.reason}".rstrip()
+
+
+def render_compare(result: CompareResult) -> str:
+    """The report of one `attrib compare`: the verdict, the change and the test behind it."""
+    c = result.comparison
+    change = f"**{c.change_pct:+.2f} %** {_fmt_ci(c.ci_pct)}" if c.change_pct is not None else "n/a"
+    out = [
+        f"# attrib compare: `{result.benchmark}`",
+        "",
+        f"**{c.verdict.value}**: `{c.candidate[:10]}` vs `{c.reference[:10]}`: {_COMPARE_VERDICT[c.verdict]}, {change}",
+        "",
+        f"- candidate: `{c.candidate}`",
+        f"- reference: `{c.reference}`",
+        f"- {c.rounds} rounds, log-likelihood ratio {c.llr:+.2f}, sigma {c.sigma:.4g}",
+    ]
+    if c.reason:
+        out.append(f"- why: {_cell(c.reason)}")
+    return "\n".join(out + [""])
+
+
+def render(result: Result) -> str:
+    """The markdown of any result attrib writes."""
+    return render_markdown(result) if isinstance(result, BisectResult) else render_compare(result)
+
+
+def write_report(result: Result, path: Path) -> Path | None:
+    """The report at `path` and, when matplotlib is installed, a bisection's plot next to it
+    (same name, .png), linked from the report. Returns the plot's path, or None (text only)."""
+    if isinstance(result, CompareResult):
+        atomic_write_text(path, render_compare(result))
+        return None
     plot = render_plot(result, path.with_suffix(".png")) if plot_available() else None
     atomic_write_text(path, render_markdown(result, plot=plot.name if plot else None))
     return plot

@@ -1,14 +1,16 @@
 """Pictures of a result: a text sparkline (always) and a PNG plot (when matplotlib is installed).
 
-Both read only the result document (its per-commit `quantiles` and `sample_values`), so a stored
-result re-renders exactly as the live one did.
+Both read only the result (its per-commit `quantiles` and `sample_values`), so a stored result
+re-renders exactly as the live one did.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+
+from attrib.core.model import Verdict
+from attrib.result.types import BisectResult, CommitRow, Role
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_SKIP = "×"  # did not build or run: no samples
@@ -21,34 +23,33 @@ def plot_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _tested(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return [row for row in result["commits"] if row.get("samples") or row.get("verdict") == "skip"]
+def _tested(result: BisectResult) -> list[CommitRow]:
+    return [row for row in result.commits if row.samples or row.verdict is Verdict.SKIP]
 
 
-def sparkline(result: dict[str, Any]) -> list[str]:
+def sparkline(result: BisectResult) -> list[str]:
     """Two monospace lines: the median of each tested commit in history order, and a caret
     under each culprit. Trackers that show no images still show the step."""
     rows = _tested(result)
-    medians = [row["median"] for row in rows if row.get("median") is not None]
+    medians = [row.median for row in rows if row.median is not None]
     if not medians:
         return []
     lo, hi = min(medians), max(medians)
     # At least the recipe's minimum change spans the blocks: a 0.1 % wobble must not look like a step.
-    min_change = result.get("settings", {}).get("min_change_pct", 0.0)
-    span = max(hi - lo, abs(lo) * min_change / 100)
-    culprits = {c["commit"] for c in result["culprits"]}
+    span = max(hi - lo, abs(lo) * result.settings.min_change_pct / 100)
+    culprits = {c.commit for c in result.culprits}
     marks, carets = [], []
     for row in rows:
-        m = row.get("median")
+        m = row.median
         if m is None:
             marks.append(SPARK_SKIP)
         else:
             level = 0 if span <= 0 else round((m - lo) / span * (len(SPARK_BLOCKS) - 1))
             marks.append(SPARK_BLOCKS[level])
-        carets.append("^" if row["commit"] in culprits else " ")
+        carets.append("^" if row.commit in culprits else " ")
     line = "good " + "".join(marks) + " bad"
     lines = [line]
-    if culprits & {row["commit"] for row in rows}:
+    if culprits & {row.commit for row in rows}:
         lines.append("     " + "".join(carets).rstrip())
     return lines
 
@@ -64,7 +65,7 @@ def _scale(unit: str, values: list[float]) -> tuple[float, str]:
     return 1e-9, "ns"
 
 
-def render_plot(result: dict[str, Any], path: Path) -> Path:
+def render_plot(result: BisectResult, path: Path) -> Path:
     """Per tested commit along the range: a box (5/25/50/75/95 %) over its jittered samples,
     the good and bad references' interquartile bands across the plot, culprits marked in red.
     Writes a PNG of exactly PLOT_SIZE_PX pixels (no tight bbox: the size is part of the contract)."""
@@ -74,55 +75,53 @@ def render_plot(result: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    rows = [row for row in _tested(result) if row.get("quantiles")]
-    everything = [v for row in rows for v in row.get("sample_values", [])] + [
-        q for row in rows for q in row["quantiles"]
-    ]
-    factor, unit = _scale(result.get("unit", ""), everything)
-    culprits = {c["commit"] for c in result["culprits"]}
+    rows = [row for row in _tested(result) if row.quantiles]
+    quantiles = {row.commit: row.quantiles or () for row in rows}
+    everything = [v for row in rows for v in row.sample_values] + [q for row in rows for q in quantiles[row.commit]]
+    factor, unit = _scale(result.unit, everything)
+    culprits = {c.commit for c in result.culprits}
     width, height = PLOT_SIZE_PX
     fig, ax = plt.subplots(figsize=(width / PLOT_DPI, height / PLOT_DPI), dpi=PLOT_DPI)
     try:
-        for role, color in (("good", "tab:green"), ("bad", "tab:red")):
-            ref = next((row for row in rows if row.get("role") == role), None)
+        for role, color in ((Role.GOOD, "tab:green"), (Role.BAD, "tab:red")):
+            ref = next((row for row in rows if row.role is role), None)
             if ref is not None:
-                q = ref["quantiles"]
-                ax.axhspan(q[2] / factor, q[4] / factor, color=color, alpha=0.12, label=f"{role} reference (25-75 %)")
+                band = quantiles[ref.commit]
+                ax.axhspan(band[2] / factor, band[4] / factor, color=color, alpha=0.12, label=f"{role.value} reference (25-75 %)")
         rng = np.random.default_rng(0)  # fixed jitter: the same result gives the same picture
         stats = []
         for x, row in enumerate(rows):
-            q = [v / factor for v in row["quantiles"]]
+            q = [v / factor for v in quantiles[row.commit]]
             stats.append(
                 {"whislo": q[1], "q1": q[2], "med": q[3], "q3": q[4], "whishi": q[5], "fliers": [], "label": ""}
             )
-            values = np.asarray(row.get("sample_values", []), dtype=float) / factor
-            color = "tab:red" if row["commit"] in culprits else "tab:blue"
+            values = np.asarray(row.sample_values, dtype=float) / factor
+            color = "tab:red" if row.commit in culprits else "tab:blue"
             ax.scatter(x + rng.uniform(-0.18, 0.18, values.size), values, s=6, alpha=0.45, color=color, linewidths=0)
-            if row["commit"] in culprits:
+            if row.commit in culprits:
                 ax.axvline(x - 0.5, color="tab:red", linestyle="--", linewidth=1)
         if stats:
             ax.bxp(stats, positions=list(range(len(rows))), widths=0.5, showfliers=False, manage_ticks=False)
         if rows:
             # Axis from the boxes (25-75 %) plus a margin: a few 2x outliers (a noisy machine)
             # would otherwise squash the step the plot is there to show. Clipped points are counted.
-            lo = min(row["quantiles"][2] for row in rows) / factor
-            hi = max(row["quantiles"][4] for row in rows) / factor
+            lo = min(quantiles[row.commit][2] for row in rows) / factor
+            hi = max(quantiles[row.commit][4] for row in rows) / factor
             pad = 0.75 * (hi - lo or abs(hi) * 0.01 or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
-            shown = [v / factor for row in rows for v in row.get("sample_values", [])]
+            shown = [v / factor for row in rows for v in row.sample_values]
             outside = sum(1 for v in shown if not lo - pad <= v <= hi + pad)
             if outside:
                 ax.text(0.99, 0.98, f"{outside} samples outside the axis", transform=ax.transAxes, ha="right", va="top", fontsize=7)
         ax.set_xticks(range(len(rows)))
-        ax.set_xticklabels([row["commit"][:7] for row in rows], rotation=60, fontsize=7, family="monospace")
+        ax.set_xticklabels([row.commit[:7] for row in rows], rotation=60, fontsize=7, family="monospace")
         for tick, row in zip(ax.get_xticklabels(), rows, strict=True):
-            if row["commit"] in culprits:
+            if row.commit in culprits:
                 tick.set_color("tab:red")
                 tick.set_fontweight("bold")
-        better = "lower" if result.get("direction") == "lower" else "higher"
-        ax.set_ylabel(f"{result['benchmark']} [{unit}] ({better} is better)")
+        ax.set_ylabel(f"{result.benchmark} [{unit}] ({result.direction.value} is better)")
         ax.set_xlabel("tested commits in history order (culprits in red, dashed line before each)")
-        ax.set_title(f"attrib: {result['benchmark']}, {result['status'].replace('_', ' ')}", fontsize=10)
+        ax.set_title(f"attrib: {result.benchmark}, {result.status.value.replace('_', ' ')}", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", fontsize=7)

@@ -19,10 +19,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from attrib.core.model import Status
 from attrib.errors import InputError, TargetError
 from attrib.report.markdown import render_markdown, title
+from attrib.result.types import BisectResult, CulpritRecord
 from attrib.tracker.base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
 from attrib.tracker.http import Sleep
 
@@ -124,10 +125,10 @@ class Filed:
     where: str  # URL, file, or why it was skipped
 
 
-def _mention(sink: Sink, culprit: dict[str, Any]) -> str:
-    login = sink.handle(culprit["commit"])
-    who = f"@{login}" if login else culprit["author"]
-    return f"cc {who}: attrib attributes this regression to `{culprit['commit'][:10]}`, your commit."
+def _mention(sink: Sink, culprit: CulpritRecord) -> str:
+    login = sink.handle(culprit.commit)
+    who = f"@{login}" if login else culprit.author
+    return f"cc {who}: attrib attributes this regression to `{culprit.commit[:10]}`, your commit."
 
 
 def _attach(sink: Sink, plot: Path | None, fp: str, kept: bool, log: Callable[[str], None]) -> Attached | None:
@@ -148,14 +149,14 @@ def _attach(sink: Sink, plot: Path | None, fp: str, kept: bool, log: Callable[[s
     return Attached(missing=line)
 
 
-def _body(result: dict[str, Any], fp: str, run_id: str, plot: Attached | None, lead: str = "") -> str:
+def _body(result: BisectResult, fp: str, run_id: str, plot: Attached | None, lead: str = "") -> str:
     marks = f"{marker(FINGERPRINT_MARK, fp)}\n{marker(RUN_MARK, run_id)}\n"
     link, figure = (plot.link, plot.markdown or plot.missing) if plot else (None, None)
     return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=link, figure=figure)
 
 
 def file_issues(
-    result: dict[str, Any],
+    result: BisectResult,
     sink: Sink,
     labels: list[str],
     plot: Path | None = None,
@@ -163,18 +164,18 @@ def file_issues(
     plot_kept: bool = True,
 ) -> list[Filed]:
     """One issue per culprit (or a comment on its open twin). Nothing for other outcomes."""
-    if result["status"] != "culprit_found":
-        why = f"not filed in {sink.target}: status {result['status']}; only a found culprit opens an issue (use --comment-on)"
+    if result.status is not Status.CULPRIT_FOUND:
+        why = f"not filed in {sink.target}: status {result.status.value}; only a found culprit opens an issue (use --comment-on)"
         log(why)
         return [Filed("skipped", why)]
     filed = []
-    for c in result["culprits"]:
-        fp = fingerprint(sink.project, c["commit"], result["benchmark"])
+    for c in result.culprits:
+        fp = fingerprint(sink.project, c.commit, result.benchmark)
         run_id = uuid.uuid4().hex
         existing = sink.find_open(fp, labels[0] if labels else None)
         ref = _attach(sink, plot, fp, plot_kept, log)
         if existing is not None:
-            lead = f"attrib measured this regression again (`{result['benchmark']}`, `{c['commit'][:10]}`)."
+            lead = f"attrib measured this regression again (`{result.benchmark}`, `{c.commit[:10]}`)."
             posted: Posted = sink.comment(existing.number, _body(result, fp, run_id, ref, lead), run_id)
             filed.append(Filed("commented", posted.url))
         else:
@@ -186,7 +187,7 @@ def file_issues(
 
 
 def comment_on(
-    result: dict[str, Any],
+    result: BisectResult,
     sink: Sink,
     number: int,
     plot: Path | None = None,
@@ -196,7 +197,7 @@ def comment_on(
 ) -> Filed:
     """The report of any outcome as a comment on the issue the caller named."""
     run_id = uuid.uuid4().hex
-    fp = fingerprint(sink.project, f"comment-on#{number}", result["benchmark"])
+    fp = fingerprint(sink.project, f"comment-on#{number}", result.benchmark)
     ref = _attach(sink, plot, fp, plot_kept, log)
     opened = [f.where for f in filed or [] if f.action != "skipped"]
     lead = ("Filed: " + ", ".join(opened)) if opened else ""
@@ -228,7 +229,7 @@ class Filing:
         return cls(file_sink, comment_sink, target.number if target else None, labels)
 
     def run(
-        self, result: dict[str, Any], plot: Path | None, log: Callable[[str], None], plot_kept: bool = True
+        self, result: BisectResult, plot: Path | None, log: Callable[[str], None], plot_kept: bool = True
     ) -> None:
         """`plot_kept`: the PNG stays where it is (next to the report) after filing; a body that
         cannot carry the plot names its path then."""

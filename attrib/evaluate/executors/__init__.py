@@ -1,15 +1,17 @@
-"""Executors run a build command or a benchmark for one checkout: on the host (local) or in a
-container on a Docker engine (docker). The rest of attrib only sees the `Executor` protocol."""
+"""Executors run a build command or a benchmark for one checkout: on the host (local), in a
+container on a Docker engine (docker), or as jobs on a Slurm cluster (slurm). The rest of attrib
+only sees the `Executor` protocol."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from attrib.recipe import BuildSpec
+from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmSpec
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class ProcessResult:
     stderr: str
     timed_out: bool
     duration_s: float
+    node: str = ""  # where it ran, when the executor can tell (slurm: the node's name)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +43,12 @@ class Executor(Protocol):
         """Run a benchmark argv (no shell) in the checkout."""
         ...
 
+    def round(self) -> AbstractContextManager[object]:
+        """One measurement round: every `run()` inside lands on the same machine, so that the
+        pairing of a round's runs cancels that machine's drift (slurm: one allocation on one
+        node; local and docker: a null context, they only have one machine)."""
+        ...
+
     def describe(self) -> dict[str, object]:
         """What a result should record about where it ran (image digest, GPUs...)."""
         ...
@@ -52,6 +61,7 @@ class Executor(Protocol):
 class ExecutorKind(StrEnum):
     LOCAL = "local"
     DOCKER = "docker"
+    SLURM = "slurm"
 
 
 EXECUTORS = tuple(ExecutorKind)
@@ -83,15 +93,35 @@ def check_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path |
                 raise InputError(f"{dockerfile}: Dockerfile named by build.dockerfile not found")
         else:
             require_image(client, spec.image or DEFAULT_IMAGE)
+    if kind is ExecutorKind.SLURM:
+        from attrib.evaluate.executors.slurm_cli import SlurmCli
+
+        SlurmCli().require_controller()
     return kind
 
 
 def make_executor(
-    name: str, build: BuildSpec | None = None, recipe_dir: Path | None = None, workdir: Path | None = None
+    name: str,
+    build: BuildSpec | None = None,
+    recipe_dir: Path | None = None,
+    workdir: Path | None = None,
+    *,
+    slurm: SlurmSpec | None = None,
+    bench: BenchmarkSpec | None = None,
+    run_id: str | None = None,
 ) -> Executor:
-    """The executor `name`, set up for the recipe's [build] section (docker: image, limits).
-    This creates things (a recipe's image is built here): call it inside a run, not a plan."""
+    """The executor `name`, set up for the recipe's [build] section (docker: image, limits)
+    and [slurm] table (slurm; `run_id` names its jobs, so a restarted daemon finds them).
+    This creates things (a recipe's image is built here; slurm's shared-dir check writes a
+    token under the work dir): call it inside a run, not a plan."""
     kind = executor_kind(name)
+    if kind is ExecutorKind.SLURM:
+        from attrib.evaluate.executors.slurm import SlurmExecutor
+
+        return SlurmExecutor(
+            slurm or SlurmSpec(), build or BuildSpec(commands=("true",)), (workdir or Path.cwd()).resolve(),
+            bench=bench, run_id=run_id,
+        )  # fmt: skip
     if kind is ExecutorKind.LOCAL:
         from attrib.evaluate.executors.local import LocalExecutor
 

@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import docker
@@ -88,6 +89,9 @@ class DockerExecutor:
 
     def describe(self) -> dict[str, object]:
         return {"image": self.image, "image_id": self.image_id, "digests": self.digests, "gpus": self.gpus}
+
+    def round(self) -> AbstractContextManager[object]:
+        return nullcontext()  # one engine, one host: every run of a round is on it already
 
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
         return self._run(checkout, ["sh", "-c", command], dict(env), timeout_s)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from attrib.evaluate.executors import ProcessResult
@@ -63,6 +64,9 @@ class LocalExecutor:
 
     def describe(self) -> dict[str, object]:
         return {"host": platform.node()}
+
+    def round(self) -> AbstractContextManager[object]:
+        return nullcontext()  # one host: every run of a round is on it already
 
     def close(self) -> None:
         pass  # every process is waited for or killed by run_process itself

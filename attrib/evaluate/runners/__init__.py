@@ -1,10 +1,16 @@
-"""Runners measure one built checkout and return samples. Only the `Runner` protocol leaks out."""
+"""Runners measure one built checkout and return samples. Only the `Runner` protocol leaks out.
+
+A runner may also know things about the builds it measured that the samples do not say (the
+static kernel diff of a culprit, the GPU it timed on): it offers them through the optional
+`evidence` method (see `EvidenceRunner`), read once after the bisection by `evidence_of`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -13,6 +19,7 @@ class RunResult:
     error: str  # empty when the run is usable
     duration_s: float
     excluded: tuple[str, ...] = ()  # one reason per sample the runner flagged as disturbed
+    node: str = ""  # the machine it ran on, when the executor tells (slurm); "" on this host
 
     @property
     def ok(self) -> bool:
@@ -21,3 +28,42 @@ class RunResult:
 
 class Runner(Protocol):
     def run(self, checkout: Path) -> RunResult: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """A culprit's step as built: the checkout it was confirmed against and its own."""
+
+    commit: str  # the culprit
+    before: Path
+    after: Path
+
+
+@dataclass(frozen=True)
+class StaticDiff:
+    """Static kernel metrics across one step: only those that changed, as (before, after);
+    empty when nothing changed. `unavailable` says why there is no diff at all."""
+
+    changed: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    unavailable: str = ""
+
+
+@dataclass(frozen=True)
+class RunnerEvidence:
+    """What a runner adds to the result: static diffs by culprit commit, and the GPU."""
+
+    static_diffs: Mapping[str, StaticDiff] = field(default_factory=dict)
+    gpu: Mapping[str, Any] = field(default_factory=dict)  # the GPU the samples came from; {} if none
+
+
+class EvidenceRunner(Runner, Protocol):
+    def evidence(self, steps: Sequence[Step]) -> RunnerEvidence: ...
+
+
+def evidence_of(runner: Runner, steps: Sequence[Step]) -> RunnerEvidence:
+    """The runner's evidence for `steps`; a runner without the optional method adds nothing."""
+    method = getattr(runner, "evidence", None)
+    if method is None:
+        return RunnerEvidence()
+    evidence: RunnerEvidence = method(steps)
+    return evidence

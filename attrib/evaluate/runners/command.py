@@ -71,6 +71,6 @@ class CommandRunner:
     def run(self, checkout: Path) -> RunResult:
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
         if failure := process_failure(res, self.spec.timeout_s):
-            return RunResult((), failure, res.duration_s)
+            return RunResult((), failure, res.duration_s, node=res.node)
         samples, excluded, error = parse_samples(res.stdout)
-        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded))
+        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded), res.node)

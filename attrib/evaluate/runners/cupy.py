@@ -11,7 +11,7 @@ With `metric` set to a static metric the runner needs no GPU: each run returns t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from attrib.errors import AttribError, KernelCompileError
 from attrib.evaluate.gpu.build import CompiledKernel, compile_kernel
 from attrib.evaluate.gpu.metrics import KernelMetrics, static_diff
 from attrib.evaluate.gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
-from attrib.evaluate.runners import RunResult
+from attrib.evaluate.runners import RunnerEvidence, RunResult, StaticDiff, Step
 from attrib.recipe import BenchmarkSpec, CupySpec
 
 STATIC_OFFSET = 1  # static samples are metric + 1: the statistics compare ratios of positives
@@ -97,13 +97,17 @@ class CupyRunner:
                 self._device = self._factory()
         return self._device
 
-    def static_diff(self, before: Path, after: Path) -> dict[str, list[int]] | str:
-        """Changed static metrics of the primary kernel, [before, after]; or why there are
-        none (a side that does not compile, or no ptxas report)."""
+    def static_diff(self, before: Path, after: Path) -> StaticDiff:
+        """Changed static metrics of the primary kernel; or why there are none (a side that
+        does not compile, or no ptxas report)."""
         a, b = self.static_metrics(before), self.static_metrics(after)
         if isinstance(a, str) or isinstance(b, str):
-            return a if isinstance(a, str) else str(b)
-        return static_diff(a, b)
+            return StaticDiff(unavailable=a if isinstance(a, str) else str(b))
+        return StaticDiff({name: (pair[0], pair[1]) for name, pair in static_diff(a, b).items()})
+
+    def evidence(self, steps: Sequence[Step]) -> RunnerEvidence:
+        """What only this runner knows: each step's static kernel diff, and the GPU it timed on."""
+        return RunnerEvidence({s.commit: self.static_diff(s.before, s.after) for s in steps}, self.gpu_environment())
 
     def gpu_environment(self) -> dict[str, Any]:
         """The GPU the samples came from, as the result's environment.gpu (empty if none was used)."""

@@ -1,0 +1,383 @@
+"""Change points in a benchmark's nightly history: pure, no I/O, no clocks, no randomness.
+
+Why it exists: a fixed threshold on nightly results either cries wolf or misses slow, real
+regressions; a change point detector looks at the whole history instead. This module turns a
+series of values (ordered by the repository's first-parent history, by the caller) into
+change points with their evidence. It never reads a store, never decides what to bisect and
+never prints: docs/detection.md explains the method and its measured error rates.
+
+The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
+
+1. Values become oriented logs (larger is worse), as in `attrib.core.stats`; a series with a
+   value <= 0 stays linear. NaN/inf are gaps: skipped, and indices still refer to `values`.
+2. Noise scale: 1.4826 x the MAD of night-to-night differences / sqrt(2) (differences cancel
+   level shifts and slow drift; the median ignores spikes). Each value is then clipped to
+   within CLIP_SCALES of that scale around a running median of 2 x min_segment + 1 nights,
+   so a spike weighs at most as much as a 3-sigma night and cannot make a segment of its
+   own. The variance the cost sees is re-estimated on the clipped values (half the mean
+   squared successive difference) and raised to its 80 % upper confidence bound, so that a
+   short history, whose scale is poorly known, does not look quieter than it is.
+3. Decided change points (`decided`) split the series into free stretches; they are never
+   moved or dropped. In each free stretch, PELT (optimal partitioning with pruning, Killick
+   et al. 2012) with the L2 cost and segments of at least `min_segment` points. Adding one
+   change lowers the L2 cost by exactly sigma^2 Z^2, Z the standardised difference of the two
+   sides' means, so the penalty b^2 sigma^2 is a threshold on the scan statistic max_k |Z_k|;
+   b is chosen so that P(max |Z_k| > b | no change) = `alpha` by the Siegmund approximation
+   for the standardised Brownian bridge (James, James & Siegmund 1987), which accounts for
+   having looked at every split position.
+4. Each new change is re-tested between its neighbours (Otava's merge step): the
+   scan-adjusted p-value of Z on the two adjacent segments must be <= `alpha` (the newest
+   change, re-tested every night on a few more points, <= NEWEST_ALPHA_SHARE x alpha), and
+   the Hodges-Lehmann shift between the `window` points nearest to it on each side (raw, not
+   clipped), less one standard error, must be at least `min_change_pct`. The weakest failure
+   is merged away and the rest re-tested until every new change passes. Sizing a change on
+   nearby points only keeps a slow drift from adding up to a "change"; the standard error
+   off corrects for PELT having cut where the local difference peaks.
+   The newest change also waits until the best split of its two segments, with any number
+   of points after it, leaves `min_segment` points after it: otherwise, with three nights of
+   a new level, the cut min_segment pins would be decided two nights too early.
+5. A change whose level later comes back (the level after a later change point is within
+   `min_change_pct` of the level before it, or indistinguishable from it at `level`) keeps its
+   place and gets `recovered_at`.
+
+Details beyond the brief: `ChangePoint.last_before` is the index of the last measured point
+before the change (the caller's "pair of consecutive measured commits" is
+(last_before, index)); `before_mean`/`after_mean` are arithmetic means of the raw values in
+the estimation windows; `ci_pct` is the distribution-free (Mann-Whitney) interval of the
+Hodges-Lehmann shift at `DetectSettings.level`. Estimates of a decided point are refreshed as
+data arrives (its position and existence are not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from statistics import NormalDist
+
+import numpy as np
+from scipy.special import chdtri  # as in attrib.core.stats: scipy.stats costs a second of start-up
+
+from attrib.core.model import Direction
+
+DEFAULT_MIN_SEGMENT = 5  # points on each side of a change: one or two wild nights are not a level
+DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection; half a sigma of 2 % nightly noise
+DEFAULT_ALPHA = 0.001  # per look and free stretch (docs/detection.md: false alerts measured night by night)
+DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
+DEFAULT_LEVEL = 0.95
+CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
+SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper bound: a short history must not look quiet
+NEWEST_ALPHA_SHARE = 0.2  # see _passes: the tail is looked at once a night
+SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
+
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class DetectSettings:
+    min_segment: int = DEFAULT_MIN_SEGMENT
+    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    alpha: float = DEFAULT_ALPHA
+    window: int = DEFAULT_WINDOW
+    level: float = DEFAULT_LEVEL
+
+    def __post_init__(self) -> None:
+        if self.min_segment < 2:
+            raise ValueError(f"min_segment must be >= 2 (one point is a spike, not a level), got {self.min_segment}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.min_change_pct < 0:
+            raise ValueError(f"min_change_pct must be >= 0, got {self.min_change_pct}")
+        if self.window < self.min_segment:
+            raise ValueError(f"window must be >= min_segment ({self.min_segment}), got {self.window}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
+
+
+class ChangeDirection(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    index: int  # first measured point after the change (an index into `values`)
+    direction: ChangeDirection
+    change_pct: float  # signed percent change of the value itself (after vs before)
+    ci_pct: tuple[float, float]
+    p_value: float  # scan-adjusted: the chance of a split this strong anywhere in its two segments
+    before_mean: float
+    after_mean: float
+    recovered_at: int | None = None  # index of the change point that brought the level back
+    last_before: int = -1  # last measured point before the change
+
+
+# --- the scan statistic's null distribution -------------------------------------------------
+
+
+def scan_p_value(b: float, n: int, min_segment: int) -> float:
+    """P(max_k |Z_k| > b) for the standardised rank-sum statistic over splits k with at least
+    `min_segment` points each side of n exchangeable points (Siegmund's approximation, floored
+    by the single-split two-sided p-value)."""
+    if b <= 0 or n < 2 * min_segment:
+        return 1.0
+    single = 2.0 * (1.0 - _NORMAL.cdf(b))
+    span = math.log((n - min_segment) / min_segment)
+    scanned = b * _NORMAL.pdf(b) * ((1.0 - 1.0 / b**2) * 2.0 * span + 4.0 / b**2)
+    return min(1.0, max(single, scanned))
+
+
+def scan_threshold(alpha: float, n: int, min_segment: int) -> float:
+    """The b with scan_p_value(b) = alpha (bisection: the function falls monotonically past 1.5)."""
+    lo, hi = 1.5, 40.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if scan_p_value(mid, n, min_segment) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+# --- segmentation ---------------------------------------------------------------------------
+
+
+def pelt(u: np.ndarray, penalty: float, min_size: int) -> list[int]:
+    """Optimal partition of u (L2 cost, `penalty` per change, segments >= min_size): the start
+    index of every segment but the first. PELT's pruning keeps it near linear in practice."""
+    n = u.size
+    if n < 2 * min_size:
+        return []
+    s1 = np.concatenate(([0.0], np.cumsum(u)))
+    s2 = np.concatenate(([0.0], np.cumsum(u * u)))
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    last = np.zeros(n + 1, dtype=int)
+    pool = np.zeros(n + 1, dtype=int)  # admissible last-change positions: pool[:size]
+    size = 1
+    for t in range(min_size, n + 1):
+        if t - min_size >= min_size:
+            pool[size] = t - min_size
+            size += 1
+        s = pool[:size]
+        base = best[s] + s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / (t - s)
+        i = int(np.argmin(base))
+        best[t], last[t] = base[i] + penalty, s[i]
+        keep = s[base <= best[t]]  # never optimal again (PELT pruning, K = 0 for the L2 cost)
+        size = keep.size
+        pool[:size] = keep
+    cuts, t = [], n
+    while t > 0:
+        t = int(last[t])
+        if t > 0:
+            cuts.append(t)
+    return sorted(cuts)
+
+
+def running_median(y: np.ndarray, half: int) -> np.ndarray:
+    """Median of y[i - half : i + half + 1] (shrunk at the ends) for every i."""
+    n = y.size
+    out = np.empty(n)
+    if n > 2 * half:
+        out[half : n - half] = np.median(np.lib.stride_tricks.sliding_window_view(y, 2 * half + 1), axis=1)
+        edges = [*range(half), *range(n - half, n)]
+    else:
+        edges = list(range(n))
+    for i in edges:
+        out[i] = np.median(y[max(0, i - half) : i + half + 1])
+    return out
+
+
+def _free_changes(y: np.ndarray, sigma: float, settings: DetectSettings) -> list[int]:
+    """Change positions inside one free stretch of clipped values (relative to it)."""
+    n = y.size
+    if n < 2 * settings.min_segment:
+        return []
+    b = scan_threshold(settings.alpha, n, settings.min_segment)
+    return pelt(y, (b * sigma) ** 2, settings.min_segment)
+
+
+@dataclass(frozen=True)
+class _Shift:
+    shift: float
+    low: float
+    high: float
+
+
+def _hl_shift(before: np.ndarray, after: np.ndarray, level: float) -> _Shift:
+    """Hodges-Lehmann shift (median of after - before over all pairs) and its Mann-Whitney CI."""
+    d = np.sort(np.subtract.outer(after, before).ravel())
+    nb, na = before.size, after.size
+    m = d.size
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
+    k = math.floor(nb * na / 2 - z * math.sqrt(nb * na * (nb + na + 1) / 12))
+    k = min(max(k, 0), (m - 1) // 2)
+    return _Shift(float(np.median(d)), float(d[k]), float(d[m - 1 - k]))
+
+
+class _Series:
+    """The measured points of one call: oriented values, their clipped twins, the noise scale."""
+
+    def __init__(self, values: Sequence[float], direction: Direction, settings: DetectSettings) -> None:
+        raw = np.asarray(values, dtype=float)
+        self.valid = np.flatnonzero(np.isfinite(raw))
+        self.raw = raw[self.valid]
+        self.log = bool(self.raw.size) and bool(np.all(self.raw > 0))
+        y = np.log(self.raw) if self.log else self.raw.copy()
+        self.y = y if direction is Direction.LOWER else -y
+        self.direction = direction
+        typical = float(np.median(np.abs(self.y))) if self.y.size else 0.0
+        floor = SCALE_FLOOR if self.log else SCALE_FLOOR * max(typical, 1e-300)
+        if self.y.size >= 3:
+            d = np.diff(self.y)
+            robust = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+            level = running_median(self.y, settings.min_segment)
+            band = CLIP_SCALES * max(robust, floor)
+            self.clipped = np.clip(self.y, level - band, level + band)
+            dof = self.y.size - 1
+            inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
+            self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2) * inflate, floor)
+        else:
+            self.clipped, self.sigma = self.y.copy(), floor
+
+    def pct(self, shift: float, base: float) -> float:
+        """Oriented shift -> signed percent change of the value itself (base: the raw level before)."""
+        raw = shift if self.direction is Direction.LOWER else -shift
+        if self.log:
+            return (math.exp(raw) - 1.0) * 100.0
+        return raw / abs(base) * 100.0 if base else math.copysign(math.inf, raw) if raw else 0.0
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    shift: _Shift
+    p_value: float
+    before: tuple[int, int]  # estimation windows, positions in the measured points
+    after: tuple[int, int]
+
+
+def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectSettings) -> _Evidence:
+    """Evidence for a change at `cut` between segments [start, cut) and [cut, end)."""
+    c = series.clipped
+    nb, na = cut - start, end - cut
+    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (series.sigma * math.sqrt(1 / nb + 1 / na))
+    p = scan_p_value(abs(z), end - start, min(settings.min_segment, nb, na))
+    before = (max(start, cut - settings.window), cut)
+    after = (cut, min(end, cut + settings.window))
+    shift = _hl_shift(series.y[before[0] : before[1]], series.y[after[0] : after[1]], settings.level)
+    return _Evidence(shift, p, before, after)
+
+
+def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bool) -> bool:
+    """Significant, and big enough to matter even one standard error below its estimate: PELT
+    put the cut where the local difference peaks, so the estimate there is biased upwards
+    (under slow drift, by about half a noise sigma in benchmarks/RESULTS-detect.md).
+    The newest change is tested again every night on a few more points, so it must pass a
+    stricter level (NEWEST_ALPHA_SHARE x alpha): its false alerts add up over the looks."""
+    alpha = settings.alpha * (NEWEST_ALPHA_SHARE if newest else 1.0)
+    base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
+    se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
+    cautious = math.copysign(max(abs(ev.shift.shift) - se, 0.0), ev.shift.shift)
+    return ev.p_value <= alpha and abs(series.pct(cautious, base)) >= settings.min_change_pct
+
+
+# --- the entry point ------------------------------------------------------------------------
+
+
+def detect(
+    values: Sequence[float],
+    direction: Direction,
+    settings: DetectSettings = DetectSettings(),
+    decided: Sequence[int] = (),
+) -> list[ChangePoint]:
+    """Change points of one series, oldest first. `decided`: indices reported by earlier calls;
+    each stays in the result at its place (with refreshed estimates), whatever the new data say."""
+    series = _Series(values, direction, settings)
+    n_values = len(values)
+    position = {int(i): p for p, i in enumerate(series.valid)}
+    fixed: set[int] = set()
+    for index in decided:
+        if not 0 < index < n_values or index not in position or position[index] == 0:
+            raise ValueError(f"decided change point {index} is not a measured point after the first one")
+        fixed.add(position[index])
+    n = series.y.size
+    bounds = [0, *sorted(fixed), n]
+    cuts = set(fixed)
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        cuts.update(lo + c for c in _free_changes(series.clipped[lo:hi], series.sigma, settings))
+    ordered = sorted(cuts)
+    waited = False  # the newest change is checked once: a deferred one must not take older ones with it
+    while True:
+        evidence = _all_evidence(series, ordered, settings)
+        failing = [
+            (ev.p_value, -abs(ev.shift.shift), c)
+            for c, ev in evidence.items()
+            if c not in fixed and not _passes(series, ev, settings, newest=c == ordered[-1])
+        ]
+        if not failing:
+            last = ordered[-1] if ordered else None
+            if waited or last is None or last in fixed or _settled(series, ordered, settings):
+                break
+            ordered.remove(last)
+            waited = True
+            continue
+        ordered.remove(max(failing)[2])
+    return _report(series, ordered, evidence, settings)
+
+
+def _settled(series: _Series, cuts: list[int], settings: DetectSettings) -> bool:
+    """Whether the newest change sits where the data put it, not where min_segment pins it.
+
+    With only a few nights of a new level, the latest cut PELT may place is min_segment
+    before the end, which can be before the true change; reported there, it would be
+    decided at the wrong commit. So the last change waits until the best split of its two
+    segments, with any number of points after it, leaves min_segment points after it."""
+    start = cuts[-2] if len(cuts) > 1 else 0
+    c = series.clipped[start:]
+    n = c.size
+    k = np.arange(settings.min_segment, n)
+    total = np.cumsum(c)
+    left = total[k - 1] / k
+    right = (total[-1] - total[k - 1]) / (n - k)
+    gain = k * (n - k) / n * (left - right) ** 2
+    best = int(k[int(np.argmax(gain))])
+    return n - best >= settings.min_segment
+
+
+def _all_evidence(series: _Series, cuts: list[int], settings: DetectSettings) -> dict[int, _Evidence]:
+    edges = [0, *cuts, series.y.size]
+    return {c: _evidence(series, edges[i], c, edges[i + 2], settings) for i, c in enumerate(cuts)}
+
+
+def _report(
+    series: _Series, cuts: list[int], evidence: dict[int, _Evidence], settings: DetectSettings
+) -> list[ChangePoint]:
+    edges = [0, *cuts, series.y.size]
+    points = []
+    for i, c in enumerate(cuts):
+        ev = evidence[c]
+        before_raw = series.raw[ev.before[0] : ev.before[1]]
+        base = float(np.mean(before_raw))
+        lo, hi = sorted((series.pct(ev.shift.low, base), series.pct(ev.shift.high, base)))
+        recovered = None
+        for j in range(i + 1, len(cuts)):
+            after_j = series.y[cuts[j] : min(edges[j + 2], cuts[j] + settings.window)]
+            net = _hl_shift(series.y[ev.before[0] : ev.before[1]], after_j, settings.level)
+            if abs(series.pct(net.shift, base)) < settings.min_change_pct or net.low <= 0 <= net.high:
+                recovered = int(series.valid[cuts[j]])
+                break
+        points.append(
+            ChangePoint(
+                index=int(series.valid[c]),
+                direction=ChangeDirection.REGRESSION if ev.shift.shift > 0 else ChangeDirection.IMPROVEMENT,
+                change_pct=series.pct(ev.shift.shift, base),
+                ci_pct=(lo, hi),
+                p_value=ev.p_value,
+                before_mean=base,
+                after_mean=float(np.mean(series.raw[ev.after[0] : ev.after[1]])),
+                recovered_at=recovered,
+                last_before=int(series.valid[c - 1]),
+            )
+        )
+    return points

@@ -1,0 +1,194 @@
+"""The daemon's nightly history: results in, change points out, regressions to the queue.
+
+POST /v1/results (results_api.py) hands a verified body here. The files are ingested into the
+daemon's own database (history tables next to the jobs), the touched series are searched for
+change points, and every change point still waiting for a decision (new ones, and those the
+rate limit held back before) goes through flagging.decide: a regression becomes a job for
+(last commit before, first commit after), validated by flags.prepare exactly like a flag CI
+sends, and queued with route "history". The link back (which series, which change point) is
+the change point's job_id in the history tables: the worker asks `origin()` for it when it
+writes the report, so the job table itself did not change.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from attrib.core.detect import ChangeDirection
+from attrib.daemon.config import Settings
+from attrib.daemon.flags import FlagContext, _local_repo, prepare
+from attrib.daemon.store import Store
+from attrib.errors import FlagError, InputError, QueueFull
+from attrib.formats.results_csv import parse_timestamp
+from attrib.history.detection import Finding, detect_series, finding_json
+from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide
+from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
+from attrib.history.order import GitLine
+from attrib.history.projects import MapRule, ProjectConfig
+from attrib.history.settings import parse_pairs
+from attrib.history.store import Change, FlagState, HistoryStore, Series
+from attrib.result.types import DetectedChange
+
+ENVELOPE = ("project", "files", "format", "commit", "config", "time")
+MAX_FILES = 100
+ROUTE = "history"
+DETECTED_IN = "detected in nightly history"
+
+
+def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
+    """{"project", "files": [{"name", "content"}], "format"?, "commit"?, "config"?: ["K=V"], "time"?}"""
+    from attrib.daemon.flags import parse_body
+
+    data = parse_body(body)
+    unknown = sorted(set(data) - set(ENVELOPE))
+    if unknown:
+        raise FlagError(unknown[0], f"unknown field; expected only: {', '.join(ENVELOPE)}")
+    project = data.get("project")
+    if not isinstance(project, str) or not project:
+        raise FlagError("project", "expected the project's name")
+    files = data.get("files")
+    if not isinstance(files, list) or not files or len(files) > MAX_FILES:
+        raise FlagError("files", f"expected a list of 1 to {MAX_FILES} {{name, content}} objects")
+    sources = []
+    for i, f in enumerate(files):
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("content"), str):
+            raise FlagError(f"files[{i}]", "expected {name: string, content: string}")
+        sources.append(SourceFile(f["name"][:200], f["content"]))
+    try:
+        fmt = InputFormat(data.get("format") or "auto")
+    except ValueError:
+        raise FlagError("format", f"expected one of: {', '.join(x.value for x in InputFormat)}") from None
+    for key in ("commit", "time"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise FlagError(key, "expected a string")
+    config = data.get("config") or []
+    if not isinstance(config, list) or not all(isinstance(c, str) for c in config):
+        raise FlagError("config", "expected a list of KEY=VALUE strings")
+    try:
+        at = parse_timestamp(data["time"], "time", "", "") if data.get("time") else None
+    except InputError as exc:
+        raise FlagError("time", str(exc).removeprefix("time: ")) from None
+    try:
+        pairs = parse_pairs(config, "config")
+    except InputError as exc:
+        raise FlagError("config", str(exc)) from None
+    return project, sources, Options(fmt, data.get("commit"), pairs, at)
+
+
+class Nightly:
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
+        self.ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
+
+    def project(self, name: str) -> ProjectConfig:
+        found = self.settings.history.projects.get(name)
+        if found is None:
+            raise FlagError("project", f"{name!r}: not a project of this daemon's [history] config")
+        return found
+
+    def receive(self, body: bytes, now: float | None = None) -> dict[str, Any]:
+        """Ingest, detect, flag. BadRows (400) leaves the history as it was."""
+        name, files, opts = parse_envelope(body)
+        project = self.project(name)
+        repo_path = _local_repo(project.repo, self.ctx)  # a URL's mirror is fetched: new commits
+        line = GitLine(repo_path, project.branch)
+        got = ingest(self.history, name, files, opts, line.resolve)
+        touched = sorted({sid for g in got for sid in g.series})
+        findings: list[Finding] = []
+        commits = line.line()
+        for s in self.history.series(name, ids=touched) if touched else []:
+            findings += detect_series(self.history, s, commits, project.detect)
+        flagged = self.flag_pending(project, repo_path, commits, now)
+        return {
+            "project": name,
+            "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate} for g in got],
+            "changes": [finding_json(f) for f in findings if f.new or f.recovered_now],
+            "flags": flagged,
+        }
+
+    def flag_pending(self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None) -> list[dict[str, Any]]:
+        now = time.time() if now is None else now
+        pos = {sha: i for i, sha in enumerate(commits)}
+        out = []
+        for s in self.history.series(project.name):
+            for c in self.history.changes(s.id):
+                if not c.flag.retried or c.before not in pos or c.after not in pos:
+                    continue
+                span = Span(pos[c.before], pos[c.after])
+                rule = project.rule_for(s.benchmark)
+                covered = self._covered(rule, repo_path, pos) if rule else []
+                queued = self.history.queued_since(project.name, now - DAY_S)
+                d = decide(project, s.benchmark, c.direction == ChangeDirection.REGRESSION.value, span, covered, queued)
+                if d.state is FlagState.QUEUED:
+                    d = self._queue(project, s, c, d)
+                self.history.set_flag(c.id, d.state, d.job_id, d.note, now)
+                out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
+        return out
+
+    def _covered(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> list[Covered]:
+        """Jobs (open or earlier, from CI or from the history) of the same repository, recipe and
+        benchmark whose range lies on the line: a change point inside one is not bisected again."""
+        recipe = str((self.settings.recipes_dir / rule.recipe).resolve())
+        out = []
+        for j in self.store.jobs(1000):
+            if j.repo_path != str(repo_path) or j.recipe != recipe or (rule.benchmark and j.benchmark != rule.benchmark):
+                continue
+            if j.good in pos and j.bad in pos:
+                out.append(Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag"))
+        return out
+
+    def _queue(self, project: ProjectConfig, s: Series, c: Change, d: Decision) -> Decision:
+        assert d.rule is not None
+        flag: dict[str, Any] = {
+            "repo": project.repo, "good": c.before, "bad": c.after, "recipe": d.rule.recipe,
+            "source": f"{DETECTED_IN}: {project.name} {s.label} {c.before[:10]}..{c.after[:10]} ({c.change_pct:+.2f} %)",
+        }  # fmt: skip
+        if d.rule.benchmark:
+            flag["benchmark"] = d.rule.benchmark
+        if project.file_issue:
+            flag["file_issue"] = project.file_issue
+        try:
+            job = prepare(flag, self.ctx)
+            acc = self.store.submit(job, ROUTE, json.dumps({"history": {"project": project.name, "series": s.id, "change": c.id}, "flag": flag}))
+        except FlagError as exc:
+            return Decision(FlagState.REFUSED, d.rule, note=f"the flag does not validate: {exc}")
+        except QueueFull as exc:
+            return Decision(FlagState.RATE_LIMITED, d.rule, note=f"{exc}; retried with the next results")
+        if acc.duplicate_of:
+            return Decision(FlagState.DUPLICATE, d.rule, acc.duplicate_of, f"merged into the active job {acc.duplicate_of}")
+        return Decision(FlagState.QUEUED, d.rule, acc.job_id)
+
+
+def base_url(settings: Settings) -> str:
+    """Where links in reports point: [history] public_url, else the address the daemon listens on."""
+    if settings.history.public_url:
+        return settings.history.public_url
+    try:
+        return str(json.loads((settings.state / "daemon.json").read_text())["url"])
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
+    """The change points a job bisects, for its report: empty when the job came from elsewhere."""
+    history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
+    try:
+        changes = history.changes(job_id=job_id)
+        if not changes:
+            return ()
+        series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
+    finally:
+        history.close()
+    base = base_url(settings)
+    return tuple(
+        DetectedChange(
+            series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
+            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series#change-{c.id}",
+        )
+        for c in changes
+    )  # fmt: skip

@@ -1,0 +1,147 @@
+"""From result files to stored history rows: pick the parser, resolve commits, check, store.
+
+Shared by `attrib history add` (a file of its own) and the daemon's POST /v1/results (its
+database). Every file of one call is parsed and checked before anything is written, and all
+are stored in one transaction: one bad row anywhere stores nothing, and every bad row is
+reported (BadRows, one line each naming file, row and field). Commits are resolved to full
+shas in the project's repository here, so a typo in a sha is a bad row, not a series of one.
+
+Google Benchmark and NVBench documents name no commit: the caller says which (`commit`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from attrib.core.model import Direction
+from attrib.errors import BadRows, IngestError, InputError, RepoError
+from attrib.formats.attrib_result import attrib_doc_kind, parse_attrib_json
+from attrib.formats.result_row import ResultRow
+from attrib.formats.results_csv import parse_results_csv
+from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
+
+MAX_CONFIG_KEYS = 32
+
+
+class InputFormat(StrEnum):
+    AUTO = "auto"
+    CSV = "csv"
+    ATTRIB = "attrib"  # attrib's result or compare JSON
+    GBENCH = "gbench"
+    NVBENCH = "nvbench"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str  # as the user gave it: errors name it
+    text: str
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a file does not say about itself."""
+
+    format: InputFormat = InputFormat.AUTO
+    commit: str | None = None  # for gbench / nvbench documents (and overrides nothing else)
+    config: Mapping[str, str] = field(default_factory=dict)  # machine class etc., for every row
+    measured_at: float | None = None  # for documents without a time
+
+
+def sniff(name: str, text: str) -> InputFormat:
+    """The format of a file from its content (the name only breaks a tie for CSV)."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return InputFormat.CSV
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise IngestError(name, "", "", "starts like JSON but is not JSON; expected CSV or a JSON results document") from None
+    if isinstance(doc, dict):
+        if attrib_doc_kind(doc) is not None:
+            return InputFormat.ATTRIB
+        if isinstance(doc.get("benchmarks"), list) and isinstance(doc.get("context"), dict):
+            return InputFormat.GBENCH
+        if isinstance(doc.get("meta"), dict) and "benchmarks" in doc:
+            return InputFormat.NVBENCH
+    raise IngestError(name, "", "", "JSON, but not an attrib result/compare, Google Benchmark or NVBench document")
+
+
+def parse(src: SourceFile, opts: Options) -> tuple[InputFormat, list[ResultRow]]:
+    fmt = sniff(src.name, src.text) if opts.format is InputFormat.AUTO else opts.format
+    if fmt is InputFormat.CSV:
+        return fmt, parse_results_csv(src.text, src.name)
+    if fmt is InputFormat.ATTRIB:
+        return fmt, parse_attrib_json(src.text, src.name)
+    return fmt, _tool_rows(src, fmt, opts)
+
+
+def _tool_rows(src: SourceFile, fmt: InputFormat, opts: Options) -> list[ResultRow]:
+    """gbench / NVBench measurements as rows: times (lower is better); the state (NVBench's
+    axis values) is configuration; skipped and failed benchmarks have no value and no row."""
+    if opts.commit is None:
+        raise IngestError(src.name, "", "commit", f"a {fmt.value} document names no commit: pass the commit it measured (--commit)")
+    from attrib import formats  # issue 15's parsers
+    from attrib.errors import FormatError
+
+    try:
+        found = formats.parse_gbench(src.text, src.name) if fmt is InputFormat.GBENCH else formats.parse_nvbench(src.text, src.name)
+    except FormatError as exc:
+        raise IngestError(src.name, "", "", str(exc).removeprefix(f"{src.name}: ")) from None
+    rows = [
+        ResultRow(f"benchmarks[{i}]", opts.commit, m.benchmark, m.value, m.unit, Direction.LOWER, None, dict(m.state))
+        for i, m in enumerate(found)
+        if m.usable
+    ]
+    if not rows:
+        raise IngestError(src.name, "", "benchmarks", "no benchmark with a measured value (all skipped or failed)")
+    return rows
+
+
+def digest(project: str, fmt: InputFormat, opts: Options, text: str) -> str:
+    """The same bytes with the same options are the same file: its rows are stored once."""
+    key = json.dumps([project, fmt.value, opts.commit, sorted(opts.config.items()), opts.measured_at]).encode()
+    return hashlib.sha256(key + b"\0" + text.encode()).hexdigest()
+
+
+def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: Callable[[str], str]) -> list[FileRows]:
+    """Parse and resolve every file; BadRows with every bad row of every file, else the rows."""
+    if len(opts.config) > MAX_CONFIG_KEYS:
+        raise InputError(f"--config: at most {MAX_CONFIG_KEYS} keys")
+    bad: list[IngestError] = []
+    out: list[FileRows] = []
+    shas: dict[str, str | RepoError] = {}
+    for src in files:
+        file_bad: list[IngestError] = []
+        try:
+            fmt, rows = parse(src, opts)
+        except BadRows as exc:  # the rows that parsed still get their commits checked
+            fmt, rows, file_bad = InputFormat.CSV, [r for r in exc.parsed if isinstance(r, ResultRow)], list(exc.errors)
+        except IngestError as exc:
+            bad.append(exc)
+            continue
+        stored = []
+        for r in rows:
+            if r.commit not in shas:
+                try:
+                    shas[r.commit] = resolve(r.commit)
+                except RepoError as exc:
+                    shas[r.commit] = exc
+            sha = shas[r.commit]
+            if isinstance(sha, RepoError):
+                file_bad.append(IngestError(src.name, r.row, "commit", str(sha)))
+                continue
+            config = {**opts.config, **r.config}
+            stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, r.measured_at or opts.measured_at))
+        bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
+        out.append(FileRows(src.name, fmt.value, digest(project, fmt, opts, src.text), stored))
+    if bad:
+        raise BadRows(bad)
+    return out
+
+
+def ingest(store: HistoryStore, project: str, files: Sequence[SourceFile], opts: Options, resolve: Callable[[str], str]) -> list[Ingested]:
+    return store.ingest(project, prepare(project, files, opts, resolve))

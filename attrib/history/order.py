@@ -1,0 +1,77 @@
+"""A series in the order of the repository's history: the branch's first-parent line.
+
+Upload time says nothing about where a commit sits (nights fail and are re-run, machines
+post late); the first-parent line of the branch the nightly runs follow does. Values of a
+commit not on that line (a pull request's, a side branch's) stay stored but are not part of
+the series. Several values of one commit (re-runs) become their median: one point per commit.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from attrib.errors import RepoError
+from attrib.gitrepo import GitRepo
+from attrib.history.store import Point
+
+
+class History(Protocol):
+    """What ordering needs from a repository (the real one is GitLine)."""
+
+    def line(self) -> list[str]:
+        """Full shas of the branch's first-parent line, oldest first."""
+        ...
+
+    def resolve(self, rev: str) -> str: ...
+
+
+class GitLine:
+    def __init__(self, path: Path, branch: str = "HEAD") -> None:
+        self.repo = GitRepo(path)
+        self.branch = branch
+        self._line: list[str] | None = None
+
+    def resolve(self, rev: str) -> str:
+        return self.repo.resolve(rev)
+
+    def line(self) -> list[str]:
+        if self._line is None:
+            head = self.repo.resolve(self.branch)
+            out = self.repo.git.rev_list("--first-parent", "--reverse", head)
+            self._line = [s for s in str(out).splitlines() if s]
+        return self._line
+
+    def refresh(self) -> None:
+        self._line = None
+
+
+@dataclass(frozen=True)
+class Ordered:
+    commits: list[str]  # one per point, in first-parent order
+    values: list[float]
+    off_line: int  # values of commits not on the line (kept, not plotted or tested)
+
+
+def ordered(points: Sequence[Point], line: Sequence[str]) -> Ordered:
+    pos = {sha: i for i, sha in enumerate(line)}
+    by_commit: dict[str, list[float]] = defaultdict(list)
+    off = 0
+    for p in points:
+        if p.commit in pos:
+            by_commit[p.commit].append(p.value)
+        else:
+            off += 1
+    commits = sorted(by_commit, key=pos.__getitem__)
+    return Ordered(commits, [statistics.median(by_commit[c]) for c in commits], off)
+
+
+def position(line: Sequence[str], rev_sha: str) -> int:
+    try:
+        return list(line).index(rev_sha)
+    except ValueError:
+        raise RepoError(f"revision {rev_sha[:10]}: not on the branch's first-parent line") from None

@@ -1,0 +1,369 @@
+"""The nightly history: benchmark results per (project, benchmark, configuration, commit, time)
+and the change points decided on them, in SQLite. The schema is stated here and nowhere else.
+
+The daemon keeps these tables in its own database (--state/state.db, next to the jobs they
+lead to); the CLI in a file of its own (`attrib history add --db`). A file is ingested in one
+transaction, keyed by the digest of what was sent: a file with one bad row stores nothing, and
+the same file sent twice stores its rows once. The store never orders commits: it keeps what
+it was given, and the caller orders a series by the repository's first-parent line.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from attrib.core.model import Direction
+from attrib.errors import IngestError, StateError
+
+HISTORY_SCHEMA = 1  # meta key 'history_schema'; the daemon's own tables have their own version
+DEFAULT_BUSY_TIMEOUT_S = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- One series per (project, benchmark, configuration): config is canonical JSON (sorted keys).
+CREATE TABLE IF NOT EXISTS history_series (
+    id INTEGER PRIMARY KEY,
+    project TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    config TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    UNIQUE (project, benchmark, config)
+);
+-- Every file ingested. digest = sha256 of project, format, options and content (idempotency).
+CREATE TABLE IF NOT EXISTS history_files (
+    digest TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    name TEXT NOT NULL,
+    format TEXT NOT NULL,
+    received REAL NOT NULL,
+    rows INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history_results (
+    file_digest TEXT NOT NULL REFERENCES history_files (digest),
+    row TEXT NOT NULL,             -- where in the file (CSV row, JSON path)
+    series_id INTEGER NOT NULL REFERENCES history_series (id),
+    commit_sha TEXT NOT NULL,      -- full sha, resolved at ingestion
+    value REAL NOT NULL,
+    measured_at REAL NOT NULL,     -- the file's timestamp, else when it was received
+    PRIMARY KEY (file_digest, row)
+);
+CREATE INDEX IF NOT EXISTS history_results_by_series ON history_results (series_id, commit_sha);
+-- A decided change point: between two consecutive measured commits of the series' line.
+CREATE TABLE IF NOT EXISTS history_changes (
+    id INTEGER PRIMARY KEY,
+    series_id INTEGER NOT NULL REFERENCES history_series (id),
+    before_sha TEXT NOT NULL,
+    after_sha TEXT NOT NULL,
+    direction TEXT NOT NULL,       -- ChangeDirection
+    change_pct REAL NOT NULL,
+    ci_lo REAL NOT NULL,
+    ci_hi REAL NOT NULL,
+    p_value REAL NOT NULL,
+    before_mean REAL NOT NULL,
+    after_mean REAL NOT NULL,
+    detected_at REAL NOT NULL,
+    recovered_sha TEXT,            -- first commit of the segment that went back, once seen
+    flag TEXT NOT NULL,            -- FlagState
+    job_id TEXT,                   -- the bisection (queued, or the one it duplicates)
+    note TEXT NOT NULL DEFAULT '',
+    flagged_at REAL,
+    UNIQUE (series_id, before_sha, after_sha)
+);
+"""
+
+
+class FlagState(StrEnum):
+    """What became of a change point on its way to a bisection (attrib/history/flagging.py)."""
+
+    DETECTED = "detected"  # found; nothing decided about bisecting it (the CLI's store)
+    RECORDED = "recorded"  # an improvement: kept, not bisected (unless the project says so)
+    UNMAPPED = "unmapped"  # no mapping pattern names a recipe for this benchmark
+    RATE_LIMITED = "rate_limited"  # the project's bisections per day are used up: retried later
+    QUEUED = "queued"  # a job was queued for the range: job_id
+    DUPLICATE = "duplicate"  # an open job or an earlier flag covers an overlapping range: job_id
+    REFUSED = "refused"  # the flag did not validate (note says why): not retried
+
+    @property
+    def retried(self) -> bool:
+        return self in (FlagState.DETECTED, FlagState.RATE_LIMITED)
+
+
+@dataclass(frozen=True)
+class Series:
+    id: int
+    project: str
+    benchmark: str
+    config: dict[str, str]
+    unit: str
+    direction: Direction
+
+    @property
+    def label(self) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in self.config.items())
+        return f"{self.benchmark} [{extra}]" if extra else self.benchmark
+
+
+@dataclass(frozen=True)
+class Point:
+    commit: str
+    value: float
+    measured_at: float
+
+
+@dataclass(frozen=True)
+class Change:
+    id: int
+    series_id: int
+    before: str
+    after: str
+    direction: str
+    change_pct: float
+    ci_pct: tuple[float, float]
+    p_value: float
+    before_mean: float
+    after_mean: float
+    detected_at: float
+    recovered: str | None
+    flag: FlagState
+    job_id: str | None
+    note: str
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A parsed row with its commit resolved to a full sha and its config settled."""
+
+    row: str
+    commit: str
+    benchmark: str
+    config: Mapping[str, str]
+    value: float
+    unit: str
+    direction: Direction
+    measured_at: float | None
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """One file, parsed and resolved, ready to store."""
+
+    name: str
+    format: str
+    digest: str
+    rows: Sequence[StoredRow]
+
+
+@dataclass(frozen=True)
+class Ingested:
+    name: str
+    digest: str
+    rows: int
+    duplicate: bool  # the same file was ingested before: nothing new stored
+    series: tuple[int, ...]
+
+
+def canonical_config(config: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(config.items())), separators=(",", ":"))
+
+
+class HistoryStore:
+    def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._errors("open"), self._write() as c:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    c.execute(stmt)
+            row = c.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone()
+            if row is None:
+                c.execute("INSERT INTO meta VALUES ('history_schema', ?)", (str(HISTORY_SCHEMA),))
+            elif row[0] != str(HISTORY_SCHEMA):
+                raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"history database {self.path}: {what}: {exc}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # --- ingestion ----------------------------------------------------------------------------
+
+    def ingest(self, project: str, files: Sequence[FileRows], now: float | None = None) -> list[Ingested]:
+        """Store the files' rows in one transaction. A row that contradicts its series (another
+        unit or direction) is an IngestError and nothing of any file is kept; a file whose
+        digest is already stored adds nothing (the same file sent twice)."""
+        now = time.time() if now is None else now
+        out: list[Ingested] = []
+        with self._errors("ingest"), self._write() as c:
+            for f in files:
+                if c.execute("SELECT 1 FROM history_files WHERE digest = ?", (f.digest,)).fetchone():
+                    out.append(Ingested(f.name, f.digest, 0, True, ()))
+                    continue
+                c.execute(
+                    "INSERT INTO history_files (digest, project, name, format, received, rows) VALUES (?,?,?,?,?,?)",
+                    (f.digest, project, f.name, f.format, now, len(f.rows)),
+                )
+                touched: dict[int, None] = {}
+                for r in f.rows:
+                    sid = self._series_id(c, project, r, f.name)
+                    touched[sid] = None
+                    c.execute(
+                        "INSERT INTO history_results (file_digest, row, series_id, commit_sha, value, measured_at)"
+                        " VALUES (?,?,?,?,?,?)",
+                        (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at),
+                    )
+                out.append(Ingested(f.name, f.digest, len(f.rows), False, tuple(touched)))
+        return out
+
+    @staticmethod
+    def _series_id(c: sqlite3.Connection, project: str, r: StoredRow, name: str) -> int:
+        config = canonical_config(r.config)
+        row = c.execute(
+            "SELECT id, unit, direction FROM history_series WHERE project = ? AND benchmark = ? AND config = ?",
+            (project, r.benchmark, config),
+        ).fetchone()
+        if row is None:
+            cur = c.execute(
+                "INSERT INTO history_series (project, benchmark, config, unit, direction) VALUES (?,?,?,?,?)",
+                (project, r.benchmark, config, r.unit, r.direction.value),
+            )
+            return int(cur.lastrowid or 0)
+        for field, have, got in (("unit", row["unit"], r.unit), ("direction", row["direction"], r.direction.value)):
+            if have != got:
+                raise IngestError(name, r.row, field, f"{got!r}, but the series {r.benchmark!r} is stored with {have!r}")
+        return int(row["id"])
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def series(self, project: str | None = None, ids: Sequence[int] | None = None) -> list[Series]:
+        sql, params = "SELECT * FROM history_series", list[object]()
+        where = []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        if ids is not None:
+            where.append(f"id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._errors("read series"):
+            rows = self._conn().execute(sql + " ORDER BY project, benchmark, config", params).fetchall()
+        return [Series(r["id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["direction"])) for r in rows]
+
+    def points(self, series_id: int) -> list[Point]:
+        """Every stored value of the series, in no particular order (see history/order.py)."""
+        with self._errors("read results"):
+            rows = self._conn().execute(
+                "SELECT commit_sha, value, measured_at FROM history_results WHERE series_id = ? ORDER BY measured_at, rowid",
+                (series_id,),
+            ).fetchall()
+        return [Point(r[0], r[1], r[2]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._errors("count"):
+            c = self._conn()
+            return {t: c.execute(f"SELECT COUNT(*) FROM history_{t}").fetchone()[0] for t in ("series", "files", "results", "changes")}
+
+    # --- change points ------------------------------------------------------------------------
+
+    def changes(self, series_id: int | None = None, job_id: str | None = None) -> list[Change]:
+        sql, params = "SELECT * FROM history_changes", list[object]()
+        if series_id is not None:
+            sql, params = sql + " WHERE series_id = ?", [series_id]
+        elif job_id is not None:
+            sql, params = sql + " WHERE job_id = ?", [job_id]
+        with self._errors("read change points"):
+            rows = self._conn().execute(sql + " ORDER BY id", params).fetchall()
+        return [_change(r) for r in rows]
+
+    def add_change(self, series_id: int, before: str, after: str, fields: dict[str, Any], flag: FlagState, now: float | None = None) -> int:
+        with self._errors("record a change point"), self._write() as c:
+            cur = c.execute(
+                "INSERT INTO history_changes (series_id, before_sha, after_sha, direction, change_pct, ci_lo, ci_hi, p_value,"
+                " before_mean, after_mean, detected_at, flag) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    series_id, before, after, fields["direction"], fields["change_pct"], fields["ci_pct"][0], fields["ci_pct"][1],
+                    fields["p_value"], fields["before_mean"], fields["after_mean"], time.time() if now is None else now, flag.value,
+                ),
+            )  # fmt: skip
+            return int(cur.lastrowid or 0)
+
+    def refresh_estimates(self, change_id: int, fields: dict[str, Any]) -> None:
+        with self._errors("refresh a change point"), self._write() as c:
+            c.execute(
+                "UPDATE history_changes SET change_pct = ?, ci_lo = ?, ci_hi = ?, p_value = ?, before_mean = ?, after_mean = ?"
+                " WHERE id = ?",
+                (fields["change_pct"], *fields["ci_pct"], fields["p_value"], fields["before_mean"], fields["after_mean"], change_id),
+            )
+
+    def set_recovered(self, change_id: int, sha: str) -> None:
+        with self._errors("record a recovery"), self._write() as c:
+            c.execute("UPDATE history_changes SET recovered_sha = ? WHERE id = ? AND recovered_sha IS NULL", (sha, change_id))
+
+    def set_flag(self, change_id: int, flag: FlagState, job_id: str | None = None, note: str = "", now: float | None = None) -> None:
+        with self._errors("record a flag"), self._write() as c:
+            c.execute(
+                "UPDATE history_changes SET flag = ?, job_id = ?, note = ?, flagged_at = ? WHERE id = ?",
+                (flag.value, job_id, note, time.time() if now is None else now, change_id),
+            )
+
+    def queued_since(self, project: str, since: float) -> int:
+        """Bisections queued for `project`'s change points since `since` (the rate limit)."""
+        with self._errors("count flags"):
+            return int(
+                self._conn()
+                .execute(
+                    "SELECT COUNT(*) FROM history_changes h JOIN history_series s ON s.id = h.series_id"
+                    " WHERE s.project = ? AND h.flag = ? AND h.flagged_at >= ?",
+                    (project, FlagState.QUEUED.value, since),
+                )
+                .fetchone()[0]
+            )
+
+
+def _change(r: sqlite3.Row) -> Change:
+    return Change(
+        r["id"], r["series_id"], r["before_sha"], r["after_sha"], r["direction"], r["change_pct"], (r["ci_lo"], r["ci_hi"]),
+        r["p_value"], r["before_mean"], r["after_mean"], r["detected_at"], r["recovered_sha"], FlagState(r["flag"]),
+        r["job_id"], r["note"],
+    )  # fmt: skip

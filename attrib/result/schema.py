@@ -1,0 +1,152 @@
+"""The result's JSON document: writing the current schema, reading every schema attrib wrote.
+
+Reading migrates step by step (schema 1 -> 2 -> ...) on the plain JSON, as pyperf and asv
+do, then decodes the current schema into the typed records; anything that does not fit is
+a ResultFormatError naming the file and the field. tests/fixtures/ keeps documents of the
+old schemas, so every migration stays tested.
+
+Schema 2 (from schema 1): a `kind` (bisect | compare); an unresolved range's `why` and
+`resolve` sentences became structured `causes` (the report writes the sentences; a schema-1
+document's sentences are kept as a cause of kind `text`); `environment.gpu` is always a
+list; optional culprit fields (`static_diff`, `static_diff_unavailable`, `via_merge`...)
+are written as null instead of being left out.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrib.errors import ResultFormatError
+from attrib.result.codec import FieldError, decode, encode
+from attrib.result.types import (
+    RESULT_SCHEMA,
+    BisectResult,
+    CompareResult,
+    ComparisonRecord,
+    Environment,
+    ExecutorInfo,
+    Result,
+    ResultKind,
+)
+
+_EXECUTOR_KNOWN = ("image", "image_id", "digests", "gpus")
+
+
+def _flat_executor(ex: ExecutorInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": ex.name}
+    for key in _EXECUTOR_KNOWN:
+        value = getattr(ex, key)
+        if value not in (None, ()):
+            out[key] = encode(value)
+    return {**out, **encode(ex.extra)}
+
+
+def _flat_environment(env: Environment) -> dict[str, Any]:
+    return ({"gpu": encode(env.gpu)} if env.gpu else {}) | encode(env.extra)
+
+
+def bisect_to_json(result: BisectResult) -> dict[str, Any]:
+    body = encode(result)
+    body["executor"] = _flat_executor(result.executor)
+    body["environment"] = _flat_environment(result.environment)
+    return {"schema": RESULT_SCHEMA, "kind": ResultKind.BISECT.value, **body}
+
+
+def compare_to_json(result: CompareResult) -> dict[str, Any]:
+    # Flat, as schema 1 wrote it: `jq .verdict` keeps working on `attrib compare --json`.
+    return {
+        "schema": RESULT_SCHEMA, "kind": ResultKind.COMPARE.value, "benchmark": result.benchmark, **encode(result.comparison),
+        "unit": result.unit, "direction": result.direction, "medians": dict(result.medians),
+    }  # fmt: skip
+
+
+def dump(result: Result) -> str:
+    return json.dumps(result.to_json(), indent=2) + "\n"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
+    if "status" not in doc and "candidate" in doc:
+        doc["kind"] = ResultKind.COMPARE.value
+        return doc
+    doc["kind"] = ResultKind.BISECT.value
+    # Fields later schema-1 writers added; an early schema-1 document has none of them.
+    for key, default in (("unresolved", []), ("drift", []), ("excluded_samples", {}), ("rounds", 0)):
+        doc.setdefault(key, default)
+    if isinstance(doc.get("settings"), dict):
+        doc.setdefault("executor", {"name": doc["settings"].get("executor", "local")})
+    for u in doc["unresolved"] if isinstance(doc["unresolved"], list) else []:
+        if isinstance(u, dict) and "causes" not in u:
+            u["causes"] = [{"kind": "text", "why": u.pop("why", ""), "resolve": u.pop("resolve", "")}]
+    env = doc.get("environment")
+    if isinstance(env, dict) and isinstance(env.get("gpu"), dict):
+        env["gpu"] = [env["gpu"]]
+    return doc
+
+
+# MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2}
+
+
+def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
+    ex = doc.get("executor")
+    if isinstance(ex, dict):
+        known = {k: ex[k] for k in ("name", *_EXECUTOR_KNOWN) if k in ex}
+        doc["executor"] = {**known, "extra": {k: v for k, v in ex.items() if k not in known}}
+    env = doc.get("environment")
+    if isinstance(env, dict):
+        doc["environment"] = {"gpu": env.get("gpu", []), "extra": {k: v for k, v in env.items() if k != "gpu"}}
+    return doc
+
+
+def from_json(data: Any, source: object = "result") -> Result:
+    """The typed result of a document attrib wrote, of any schema it wrote; ResultFormatError
+    (exit 2) naming `source` and the field otherwise."""
+    if not isinstance(data, dict):
+        got = "a list" if isinstance(data, list) else repr(data)[:40]
+        raise ResultFormatError(source, "", f"expected a JSON object (an attrib result document), got {got}")
+    schema = data.get("schema")
+    readable = ", ".join(str(n) for n in (*MIGRATIONS, RESULT_SCHEMA))
+    if "schema" not in data:
+        raise ResultFormatError(source, "schema", f"missing: not an attrib result document (schemas {readable})")
+    if isinstance(schema, bool) or not isinstance(schema, int) or not 1 <= schema <= RESULT_SCHEMA:
+        raise ResultFormatError(source, "schema", f"expected one of {readable} (the schemas this attrib reads), got {schema!r}")
+    doc = copy.deepcopy(data)
+    while doc["schema"] < RESULT_SCHEMA:
+        doc = MIGRATIONS[doc["schema"]](doc)
+        doc["schema"] += 1
+    try:
+        kind = decode(ResultKind, doc.get("kind"), "kind")
+        if kind is ResultKind.COMPARE:
+            return CompareResult(
+                decode(str, doc.get("benchmark"), "benchmark"),
+                decode(ComparisonRecord, doc),
+                decode(str, doc.get("unit", ""), "unit"),
+                decode(str, doc.get("direction", ""), "direction"),
+                decode(Mapping[str, float], doc.get("medians", {}), "medians"),
+            )
+        result: BisectResult = decode(BisectResult, _unflatten(doc))
+        return result
+    except FieldError as exc:
+        raise ResultFormatError(source, exc.path, exc.expected) from None
+
+
+def load_result(path: Path) -> Result:
+    """Read a result file: one line naming the file (and the field) when it is not one."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultFormatError(path, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultFormatError(path, "", f"cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ResultFormatError(path, "", f"not JSON ({exc})") from None
+    return from_json(data, path)

@@ -1,0 +1,296 @@
+"""The result as immutable records: what a bisection (or one comparison) found, and how.
+
+These are the only shape consumers see (report, plot, CLI, trackers, daemon); the JSON
+document (docs/result-schema.md) is their `to_json()`, and `from_json` (result/schema.py)
+reads it back, validated and migrated from older schemas. Field names are the JSON keys and
+their order is the document's. Mappings are plain dicts inside frozen records: nobody edits
+a result after the writer (result/writer.py) made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from attrib.core.model import Cause, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
+
+RESULT_SCHEMA = 2
+
+
+class ResultKind(StrEnum):
+    BISECT = "bisect"
+    COMPARE = "compare"
+
+
+class Role(StrEnum):
+    """A tested commit's place in the range."""
+
+    GOOD = "good"
+    BAD = "bad"
+    CANDIDATE = "candidate"
+
+
+class DriftRole(StrEnum):
+    GOOD = "good"
+    BAD = "bad"
+    CULPRIT = "culprit"
+
+
+@dataclass(frozen=True)
+class ComparisonRecord:
+    """One sequential test, in percent of the reference (positive: larger)."""
+
+    candidate: str
+    reference: str
+    purpose: Purpose
+    verdict: Verdict
+    rounds: int
+    change_pct: float | None  # None when nothing was measured (a skip)
+    ci_pct: tuple[float, float] | None
+    llr: float
+    sigma: float
+    reason: str = ""
+    shifts: tuple[float, ...] = ()  # per-round oriented log shifts
+
+
+@dataclass(frozen=True)
+class RevertRecord:
+    status: RevertStatus
+    reverted_commit: str | None
+    detail: str = ""
+    bad_vs_reverted_pct: float | None = None  # how much of the regression the revert takes away
+    ci_pct: tuple[float, float] | None = None
+    rounds: int = 0
+
+
+@dataclass(frozen=True)
+class CulpritRecord:
+    commit: str
+    subject: str
+    author: str
+    author_email: str
+    date: str
+    files: tuple[str, ...]
+    change_pct: float
+    ci_pct: tuple[float, float]
+    share: float | None  # fraction of the whole change; None when there was none
+    ambiguous_with: tuple[str, ...]
+    compared_with: str  # the good-like commit it was confirmed against
+    confirmed: bool
+    confirmation: ComparisonRecord
+    via_merge: str | None = None
+    posterior: float | None = None
+    range_posterior: float | None = None
+    revert: RevertRecord | None = None
+    reproduce: str = ""
+    # From a runner that inspects the built kernels (runners' `evidence`): metric -> (before,
+    # after) for those that changed ({} when none did), or why there is no diff.
+    static_diff: Mapping[str, tuple[int, int]] | None = None
+    static_diff_unavailable: str | None = None
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    ok: bool
+    cached: bool
+    reason: str
+    log: str
+
+
+@dataclass(frozen=True)
+class CommitRow:
+    commit: str
+    subject: str
+    role: Role
+    verdict: Verdict  # relative to the range
+    verdict_vs_reference: Verdict
+    reference: str | None
+    samples: int
+    median: float | None
+    build: BuildInfo | None = None
+    failed_runs: tuple[str, ...] = ()
+    nodes: Mapping[str, int] = field(default_factory=dict)  # usable runs per node (slurm: where it ran)
+    quantiles: tuple[float, ...] | None = None  # at result.writer.QUANTILE_PROBS
+    sample_values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    commit: str
+    subject: str
+    reason: str
+    log: str
+    log_tail: str
+
+
+@dataclass(frozen=True)
+class TextCause:
+    """A cause as sentences, from a schema-1 document (written before causes were structured)."""
+
+    why: str
+    resolve: str
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class UnresolvedRange:
+    """The smallest range that holds the change of an inconclusive outcome, and why."""
+
+    last_good: str
+    first_bad: str
+    commits: tuple[str, ...]
+    causes: tuple[Cause | TextCause, ...]
+
+
+@dataclass(frozen=True)
+class DriftRecord:
+    commit: str
+    role: DriftRole
+    blocks: int
+    change_pct: float
+
+
+@dataclass(frozen=True)
+class Settings:
+    alpha: float
+    beta: float
+    min_rounds: int
+    max_rounds: int
+    min_change_pct: float
+    reps: int
+    seed: int
+    executor: str
+    jobs: int = 1  # commits proposed per search step (`--jobs`/`--probes`)
+    verify: VerifyMode = VerifyMode.CONFIRM
+
+
+@dataclass(frozen=True)
+class RecipeRef:
+    path: str
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where it ran; gathered at the edge (result/gather.py), never by the writer."""
+
+    hostname: str
+    platform: str
+    cpu: str
+    cpus: int | None
+    python: str
+    user: str
+
+
+@dataclass(frozen=True)
+class Environment:
+    """`gpu`: the GPU(s) the samples came from (open-ended keys: name, driver, cuda, clocks...);
+    `extra`: anything else a layer recorded, shown as it is. In JSON one flat object."""
+
+    gpu: tuple[Mapping[str, Any], ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExecutorInfo:
+    """Where builds and runs happened, as the executor describes itself (`Executor.describe`);
+    keys an executor adds beyond these stay in `extra`. In JSON one flat object."""
+
+    name: str
+    image: str | None = None
+    image_id: str | None = None
+    digests: tuple[str, ...] = ()
+    gpus: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DetectedChange:
+    """A change point in nightly history that this bisection was queued for (daemon/nightly.py)."""
+
+    project: str
+    series: str
+    before: str
+    after: str
+    direction: str
+    change_pct: float
+    ci_pct: tuple[float, float]
+    p_value: float
+    url: str
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    status: Status
+    repo: str
+    good: str
+    bad: str
+    benchmark: str
+    culprits: tuple[CulpritRecord, ...]
+    commits: tuple[CommitRow, ...]
+    builds: int
+    samples: int
+    wall_s: float
+    unit: str
+    direction: Direction
+    total_change_pct: float
+    total_ci_pct: tuple[float, float]
+    range_commits: int
+    builds_fresh: int
+    builds_cached: int
+    build_failures: tuple[BuildFailure, ...]
+    comparisons: tuple[ComparisonRecord, ...]
+    notes: tuple[str, ...]
+    unresolved: tuple[UnresolvedRange, ...]
+    drift: tuple[DriftRecord, ...]
+    excluded_samples: Mapping[str, int]
+    rounds: int
+    reproduce: str
+    settings: Settings
+    recipe: RecipeRef
+    executor: ExecutorInfo
+    tool: Tool
+    machine: Machine
+    workdir: str
+    environment: Environment = field(default_factory=Environment)
+    error: str | None = None  # status error: what went wrong
+    detected: tuple[DetectedChange, ...] = ()  # set when the job came from nightly history
+
+    kind = ResultKind.BISECT
+
+    def to_json(self) -> dict[str, Any]:
+        from attrib.result.schema import bisect_to_json
+
+        return bisect_to_json(self)
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """`attrib compare`: one sequential test of a candidate against a reference."""
+
+    benchmark: str
+    comparison: ComparisonRecord
+    # What makes a comparison a pair of history points (formats/attrib_result.py): the unit,
+    # the direction and each side's median (sha -> value); empty in documents written before.
+    unit: str = ""
+    direction: str = ""
+    medians: Mapping[str, float] = field(default_factory=dict)
+
+    kind = ResultKind.COMPARE
+
+    def to_json(self) -> dict[str, Any]:
+        from attrib.result.schema import compare_to_json
+
+        return compare_to_json(self)
+
+
+Result = BisectResult | CompareResult

@@ -1,0 +1,330 @@
+"""The one writer of a result: the engine's Outcome plus what the run knew, as typed records.
+
+It reads no file and asks the machine nothing: the machine and the recipe's hash come in as
+`Provenance` (gathered at the edge, result/gather.py), a runner's evidence (static kernel
+diffs, the GPU) as `RunnerEvidence`. So a result is a function of its inputs, and tests
+build real ones from simulated bisections.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import statistics
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attrib import __version__
+from attrib.bisection import Outcome, RevertCheck
+from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyMode
+from attrib.core.stats import TestConfig, to_pct
+from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.runners import RunnerEvidence, StaticDiff
+from attrib.recipe import BenchmarkSpec, Recipe
+from attrib.result.types import (
+    BisectResult,
+    BuildFailure,
+    BuildInfo,
+    CommitRow,
+    CompareResult,
+    ComparisonRecord,
+    CulpritRecord,
+    DriftRecord,
+    DriftRole,
+    Environment,
+    ExecutorInfo,
+    Machine,
+    RecipeRef,
+    RevertRecord,
+    Role,
+    Settings,
+    Tool,
+    UnresolvedRange,
+)
+
+# Per tested commit the result keeps a bounded picture of its samples for the report's plot:
+# fixed quantiles, and at most this many values (the samples' own quantiles at evenly spaced
+# probabilities when there are more, so the shape survives and a long run stays small).
+QUANTILE_PROBS = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+MAX_SAMPLE_VALUES = 64
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the outcome alone does not know: how the run was asked for and where it ran."""
+
+    repo: Path
+    recipe: Recipe
+    bench: BenchmarkSpec
+    executor: str
+    config: TestConfig
+    seed: int
+    workdir: Path
+    wall_s: float
+    builds_fresh: int
+    jobs: int = 1
+    verify: VerifyMode = VerifyMode.CONFIRM
+    executor_info: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the edge read about the machine and the inputs (result/gather.py)."""
+
+    machine: Machine
+    recipe_sha256: str
+
+
+def _pct_ci(comp: Comparison, direction: Direction) -> tuple[float, tuple[float, float]]:
+    est = comp.estimate
+    lo, hi = sorted((to_pct(est.low, direction), to_pct(est.high, direction)))
+    return round(to_pct(est.shift, direction), 3), (round(lo, 3), round(hi, 3))
+
+
+def comparison_record(comp: Comparison, direction: Direction) -> ComparisonRecord:
+    change, ci = _pct_ci(comp, direction) if comp.diffs else (None, None)
+    return ComparisonRecord(
+        candidate=comp.candidate,
+        reference=comp.reference,
+        purpose=Purpose(comp.purpose),
+        verdict=comp.verdict,
+        rounds=len(comp.diffs),
+        change_pct=change,
+        ci_pct=ci,
+        llr=round(comp.llr, 4),
+        sigma=comp.sigma,
+        reason=comp.reason,
+        shifts=tuple(round(d, 6) for d in comp.diffs),
+    )
+
+
+def _prob(p: float) -> float | None:
+    return None if math.isnan(p) else round(p, 4)
+
+
+def _revert(check: RevertCheck | None, direction: Direction) -> RevertRecord | None:
+    if check is None:
+        return None
+    comp = check.comparison
+    measured = comp is not None and bool(comp.diffs)
+    change, ci = _pct_ci(comp, direction) if comp is not None and measured else (None, None)
+    return RevertRecord(
+        status=RevertStatus(check.status),
+        reverted_commit=check.reverted,
+        detail=check.detail,
+        bad_vs_reverted_pct=change,  # bad against the reverted build
+        ci_pct=ci,
+        rounds=len(comp.diffs) if comp else 0,
+    )
+
+
+def _sig(v: float) -> float:
+    return float(f"{v:.6g}")  # six significant digits: far below any noise, keeps the JSON small
+
+
+def sample_summary(samples: list[float]) -> tuple[tuple[float, ...] | None, tuple[float, ...]]:
+    """(quantiles at QUANTILE_PROBS, sample_values: at most MAX_SAMPLE_VALUES) of a commit."""
+    if not samples:
+        return None, ()
+    arr = np.asarray(samples, dtype=float)
+    values = arr if arr.size <= MAX_SAMPLE_VALUES else np.quantile(arr, np.linspace(0.0, 1.0, MAX_SAMPLE_VALUES))
+    return tuple(_sig(q) for q in np.quantile(arr, QUANTILE_PROBS)), tuple(_sig(v) for v in values)
+
+
+def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
+    argv = [
+        "attrib", "bisect",
+        "--repo", str(ctx.repo),
+        "--good", good,
+        "--bad", bad,
+        "--recipe", str(ctx.recipe.path),
+        "--benchmark", ctx.bench.name,
+        "--executor", ctx.executor,
+        "--seed", str(ctx.seed),
+    ]  # fmt: skip
+    if ctx.jobs > 1:
+        argv += ["--jobs", str(ctx.jobs)]
+    if ctx.verify != "confirm":
+        argv += ["--verify", ctx.verify]
+    return shlex.join(argv)
+
+
+def compare_command(ctx: RunContext, reference: str, candidate: str) -> str:
+    argv = [
+        "attrib", "compare",
+        "--repo", str(ctx.repo),
+        "--recipe", str(ctx.recipe.path),
+        "--benchmark", ctx.bench.name,
+        "--executor", ctx.executor,
+        reference, candidate,
+    ]  # fmt: skip
+    return shlex.join(argv)
+
+
+def _executor(name: str, info: Mapping[str, Any] | None) -> ExecutorInfo:
+    info = dict(info or {})
+    digests = info.pop("digests", None) or ()
+    gpus = info.pop("gpus", None)
+    return ExecutorInfo(
+        name=name,
+        image=info.pop("image", None),
+        image_id=info.pop("image_id", None),
+        digests=tuple(str(d) for d in digests),  # type: ignore[attr-defined]
+        gpus=None if gpus is None else bool(gpus),
+        extra=info,
+    )
+
+
+def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff]) -> tuple[CulpritRecord, ...]:
+    direction = ctx.bench.direction
+    total_shift = outcome.preflight.estimate.shift
+    out = []
+    for c in outcome.culprits:
+        info = outcome.commits[c.commit].info
+        change, ci = _pct_ci(c.confirmation, direction)
+        share = c.confirmation.estimate.shift / total_shift if total_shift > 0 else None
+        diff = static.get(c.commit)
+        out.append(
+            CulpritRecord(
+                commit=c.commit,
+                subject=info.subject,
+                author=info.author,
+                author_email=info.author_email,
+                date=info.date,
+                files=tuple(info.files),
+                change_pct=change,
+                ci_pct=ci,
+                share=None if share is None else round(share, 3),
+                ambiguous_with=tuple(c.ambiguous_with),
+                compared_with=c.last_good,
+                confirmed=c.confirmed,
+                confirmation=comparison_record(c.confirmation, direction),
+                via_merge=c.via_merge,
+                posterior=_prob(c.posterior),
+                range_posterior=_prob(c.range_posterior),
+                revert=_revert(c.revert, direction),
+                reproduce=compare_command(ctx, c.last_good, c.commit),
+                static_diff=None if diff is None or diff.unavailable else dict(diff.changed),
+                static_diff_unavailable=diff.unavailable if diff is not None and diff.unavailable else None,
+            )
+        )
+    return tuple(out)
+
+
+def _commit_rows(outcome: Outcome) -> tuple[CommitRow, ...]:
+    culprit_shas = {c.commit for c in outcome.culprits}
+    rows = []
+    for sha in outcome.order:
+        rec = outcome.commits.get(sha)
+        if rec is None:
+            continue
+        reference: str | None
+        if sha == outcome.good:
+            verdict, reference, role = Verdict.GOOD, None, Role.GOOD
+        elif sha == outcome.bad:
+            verdict, reference, role = outcome.preflight.verdict, outcome.good, Role.BAD
+        elif sha in outcome.verdicts:
+            reference, verdict = outcome.verdicts[sha]
+            role = Role.CANDIDATE
+        else:
+            continue  # built only as a confirmation partner's neighbour: nothing decided about it
+        if rec.build is not None and not rec.build.ok:
+            verdict = Verdict.SKIP
+        # A candidate that matches a culprit is as bad as that culprit is relative to good.
+        overall = Verdict.BAD if verdict is Verdict.GOOD and reference in culprit_shas else verdict
+        quantiles, values = sample_summary(rec.samples)
+        b = rec.build
+        rows.append(
+            CommitRow(
+                commit=sha,
+                subject=rec.info.subject,
+                role=role,
+                verdict=overall,
+                verdict_vs_reference=verdict,
+                reference=reference,
+                samples=len(rec.samples),
+                median=statistics.median(rec.samples) if rec.samples else None,
+                build=None if b is None else BuildInfo(b.ok, b.cached, b.reason, b.log_path),
+                failed_runs=tuple(rec.failed_runs),
+                nodes=dict(Counter(n for n in rec.nodes if n)),
+                quantiles=quantiles,
+                sample_values=values,
+            )
+        )
+    return tuple(rows)
+
+
+def build_result(
+    outcome: Outcome, ctx: RunContext, provenance: Provenance, evidence: RunnerEvidence | None = None
+) -> BisectResult:
+    evidence = evidence or RunnerEvidence()
+    direction = ctx.bench.direction
+    total_change, total_ci = _pct_ci(outcome.preflight, direction)
+    excluded: Counter[str] = Counter()
+    for rec in outcome.commits.values():
+        excluded.update(rec.excluded)
+    built = [r.build for r in outcome.commits.values() if r.build is not None]
+    drift_role = {outcome.good: DriftRole.GOOD, outcome.bad: DriftRole.BAD}
+    return BisectResult(
+        status=outcome.status,
+        repo=str(ctx.repo),
+        good=outcome.good,
+        bad=outcome.bad,
+        benchmark=ctx.bench.name,
+        culprits=_culprits(outcome, ctx, evidence.static_diffs),
+        commits=_commit_rows(outcome),
+        builds=len(built),
+        samples=sum(len(r.samples) for r in outcome.commits.values()),
+        wall_s=round(ctx.wall_s, 2),
+        unit=ctx.bench.unit,
+        direction=direction,
+        total_change_pct=total_change,
+        total_ci_pct=total_ci,
+        range_commits=len(outcome.order) - 1,
+        builds_fresh=ctx.builds_fresh,
+        builds_cached=sum(1 for b in built if b.cached),
+        build_failures=tuple(
+            BuildFailure(sha, rec.info.subject, rec.build.reason, rec.build.log_path, rec.build.log_tail())
+            for sha, rec in outcome.commits.items()
+            if rec.build is not None and not rec.build.ok
+        ),
+        comparisons=tuple(comparison_record(c, direction) for c in outcome.comparisons),
+        notes=tuple(outcome.notes),
+        unresolved=tuple(
+            UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), tuple(u.causes)) for u in outcome.unresolved
+        ),
+        drift=tuple(
+            DriftRecord(d.commit, drift_role.get(d.commit, DriftRole.CULPRIT), d.blocks, round(d.change_pct, 3))
+            for d in outcome.drift
+        ),
+        excluded_samples=dict(excluded),
+        rounds=outcome.rounds,
+        reproduce=reproduce_command(ctx, outcome.good, outcome.bad),
+        settings=Settings(
+            alpha=ctx.config.alpha,
+            beta=ctx.config.beta,
+            min_rounds=ctx.config.min_rounds,
+            max_rounds=ctx.config.max_rounds,
+            min_change_pct=ctx.bench.min_change_pct,
+            reps=ctx.bench.reps,
+            seed=ctx.seed,
+            executor=ctx.executor,
+            jobs=ctx.jobs,
+            verify=VerifyMode(ctx.verify),
+        ),
+        recipe=RecipeRef(str(ctx.recipe.path), ctx.recipe.name, provenance.recipe_sha256),
+        executor=_executor(ctx.executor, ctx.executor_info),
+        tool=Tool("attrib", __version__),
+        machine=provenance.machine,
+        workdir=str(ctx.workdir),
+        environment=Environment(gpu=(dict(evidence.gpu),) if evidence.gpu else ()),
+    )
+
+
+def compare_result(comp: Comparison, bench: BenchmarkSpec, medians: Mapping[str, float] | None = None) -> CompareResult:
+    return CompareResult(bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction.value, dict(medians or {}))

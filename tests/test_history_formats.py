@@ -1,0 +1,94 @@
+"""The history's own formats: the documented CSV and attrib's result / compare JSON. Strict:
+each bad row is one line naming the file, the row and the field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from attrib.core.model import Direction
+from attrib.errors import BadRows, IngestError
+from attrib.formats.attrib_result import parse_attrib_json
+from attrib.formats.results_csv import parse_results_csv
+from attrib.history.ingest import InputFormat, sniff
+
+SHA = "a" * 40
+
+
+def test_csv_rows_with_extra_columns_as_configuration():
+    text = "commit,benchmark,value,unit,direction,timestamp,gpu,dtype\n" f"{SHA},gemm,1.5,ms,lower,2026-11-30T02:00:00+01:00,H100,bf16\n"
+    [row] = parse_results_csv(text, "n.csv")
+    assert (row.row, row.commit, row.benchmark, row.value, row.unit, row.direction) == ("1", SHA, "gemm", 1.5, "ms", Direction.LOWER)
+    assert row.config == {"gpu": "H100", "dtype": "bf16"}
+    assert row.measured_at == datetime(2026, 11, 30, 1, 0, tzinfo=UTC).timestamp()
+
+
+def test_csv_every_bad_row_is_one_line_naming_file_row_and_field():
+    text = (
+        "commit,benchmark,value,unit,direction,timestamp\n"
+        f"{SHA},gemm,fast,ms,lower,2026-11-30T02:00:00Z\n"
+        f"{SHA},gemm,1.0,ms,sideways,2026-11-30T02:00:00Z\n"
+        f"{SHA},gemm,1.0,ms,lower,2026-11-30 02:00\n"
+        f"{SHA},gemm,1.0,ms,lower\n"
+        f"{SHA},gemm,nan,ms,lower,2026-11-30T02:00:00Z\n"
+    )
+    with pytest.raises(BadRows) as info:
+        parse_results_csv(text, "nightly.csv")
+    lines = str(info.value).splitlines()
+    assert lines == [
+        "nightly.csv: row 1: field 'value': 'fast': expected a number",
+        "nightly.csv: row 2: field 'direction': 'sideways': expected lower or higher",
+        "nightly.csv: row 3: field 'timestamp': '2026-11-30 02:00': expected a time zone (Z or +HH:MM)",
+        "nightly.csv: row 4: 5 cells; the header has 6 columns",
+        "nightly.csv: row 5: field 'value': 'nan': expected a finite number",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("commit,benchmark,value,unit,direction\n", "nightly.csv: row header: field 'timestamp': missing column"),
+        ("", "nightly.csv: empty; expected a header"),
+        ("commit,benchmark,value,unit,direction,timestamp\n", "nightly.csv: a header but no rows"),
+    ],
+)
+def test_csv_bad_header(text: str, expected: str):
+    with pytest.raises(IngestError) as info:
+        parse_results_csv(text, "nightly.csv")
+    assert str(info.value).startswith(expected)
+
+
+def _result(commits: list[dict[str, object]]) -> str:
+    doc = {"schema": 1, "status": "culprit_found", "benchmark": "loop", "unit": "s", "direction": "lower", "culprits": [], "commits": commits}
+    return json.dumps(doc)
+
+
+def test_result_json_gives_one_row_per_measured_commit():
+    text = _result([{"commit": SHA, "median": 0.5}, {"commit": "b" * 40, "median": None}, {"commit": "c" * 40, "median": 0.7}])
+    assert sniff("r.json", text) is InputFormat.ATTRIB
+    rows = parse_attrib_json(text, "r.json")
+    assert [(r.row, r.commit, r.value) for r in rows] == [("commits[0]", SHA, 0.5), ("commits[2]", "c" * 40, 0.7)]
+    assert {r.unit for r in rows} == {"s"} and {r.direction for r in rows} == {Direction.LOWER}
+
+
+def test_result_json_bad_median_names_the_row():
+    with pytest.raises(IngestError) as info:
+        parse_attrib_json(_result([{"commit": SHA, "median": "slow"}]), "r.json")
+    assert str(info.value) == 'r.json: row commits[0]: field \'median\': expected a finite number, got "slow"'
+
+
+def test_compare_json_needs_its_medians():
+    doc = {"schema": 1, "benchmark": "loop", "candidate": SHA, "reference": "b" * 40, "verdict": "bad", "unit": "s", "direction": "lower"}
+    with pytest.raises(IngestError) as info:
+        parse_attrib_json(json.dumps(doc), "c.json")
+    assert "field 'medians': missing" in str(info.value)
+    rows = parse_attrib_json(json.dumps({**doc, "medians": {SHA: 1.2, "b" * 40: 1.0}}), "c.json")
+    assert sorted((r.commit, r.value) for r in rows) == [(SHA, 1.2), ("b" * 40, 1.0)]
+
+
+def test_json_that_is_no_known_document_is_refused():
+    with pytest.raises(IngestError) as info:
+        sniff("x.json", '{"hello": 1}')
+    assert str(info.value).startswith("x.json: JSON, but not an attrib result/compare")
