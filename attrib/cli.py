@@ -123,7 +123,7 @@ CommentOnOpt = typer.Option(
     "--comment-on",
     help="Also post the report, whatever the outcome, on github:OWNER/REPO#N or gitlab:GROUP/PROJECT#N.",
 )
-LabelOpt = typer.Option(None, "--label", help="Label of filed issues (repeatable) [default: performance-regression].")
+LabelOpt = typer.Option(None, "--label", help="Label of filed issues (repeatable) (default: performance-regression).")
 
 
 def _plain(markdown: str) -> str:
@@ -134,7 +134,7 @@ RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect
 RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
 ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local, docker or slurm (docs/slurm.md).")
-WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs [default: ~/.cache/attrib/<repo>].")
+WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs (default: ~/.cache/attrib/<repo>).")
 AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
 BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
 MinRoundsOpt = typer.Option(DEFAULT_MIN_ROUNDS, "--min-rounds", help="Rounds before any test may decide.")

@@ -20,11 +20,11 @@ from attrib.history.ingest import Options
 DEFAULT_DB = Path("attrib-history.db")
 DbOpt = typer.Option(DEFAULT_DB, "--db", envvar="ATTRIB_HISTORY_DB", help="The history file (SQLite).")
 RepoOpt = typer.Option(Path("."), "--repo", help="The repository the results were measured in.")
-ProjectOpt = typer.Option(None, "--project", help="Project name [default: the repository's directory name].")
+ProjectOpt = typer.Option(None, "--project", help="Project name (default: the repository's directory name).")
 FormatOpt = typer.Option("auto", "--format", help="auto, csv, attrib, gbench or nvbench.")
 CommitOpt = typer.Option(None, "--commit", help="The commit a Google Benchmark / NVBench file measured.")
 ConfigOpt = typer.Option(None, "--config", help="KEY=VALUE configuration (machine class...) of every row; repeatable.")
-TimeOpt = typer.Option(None, "--time", help="When files without a time were measured (ISO 8601) [default: now].")
+TimeOpt = typer.Option(None, "--time", help="When files without a time were measured (ISO 8601) (default: now).")
 
 
 def _read(files: list[Path]) -> list[tuple[str, str]]:
