@@ -30,6 +30,15 @@ class RepoError(InputError):
     """Repository missing, revision unknown, or the range makes no sense."""
 
 
+class FieldError(AttribError):
+    """Inside result decoding (result/codec.py): a value that does not fit its type, turned into
+    a ResultFormatError naming the file at the boundary; `path` is where (empty: the document itself)."""
+
+    def __init__(self, path: str, expected: str) -> None:
+        super().__init__(f"{path}: {expected}")
+        self.path, self.expected = path, expected
+
+
 class ResultFormatError(InputError):
     """A file handed to `attrib report` (or a stored job result) is not a result attrib wrote:
     names the file and the field, and what was expected there."""

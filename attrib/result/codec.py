@@ -18,13 +18,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-
-class FieldError(Exception):
-    """A value that does not fit its type; `path` is where (empty: the document itself)."""
-
-    def __init__(self, path: str, expected: str) -> None:
-        super().__init__(f"{path}: {expected}")
-        self.path, self.expected = path, expected
+from attrib.errors import FieldError
 
 
 def encode(value: Any) -> Any:
