@@ -18,7 +18,9 @@ from attrib.core.model import Direction
 from attrib.errors import IngestError
 from attrib.formats.result_row import ResultRow
 
-SCHEMA = 1
+# The result schemas whose rows are read here: both keep `commits[].median`, `unit` and
+# `direction`, and a compare document flat (result/schema.py writes 2, reads 1 and 2).
+SCHEMAS = (1, 2)
 
 
 class AttribDoc(StrEnum):
@@ -28,7 +30,7 @@ class AttribDoc(StrEnum):
 
 def attrib_doc_kind(doc: dict[str, Any]) -> AttribDoc | None:
     """Which of attrib's documents `doc` is, or None when it is neither."""
-    if doc.get("schema") != SCHEMA:
+    if doc.get("schema") not in SCHEMAS:
         return None
     if "culprits" in doc and "commits" in doc:
         return AttribDoc.RESULT
@@ -46,7 +48,7 @@ def parse_attrib_json(text: str, source: str) -> list[ResultRow]:
         raise IngestError(source, "", "", "expected a JSON object")
     kind = attrib_doc_kind(doc)
     if kind is None:
-        raise IngestError(source, "", "schema", f"expected an attrib result or compare document with schema {SCHEMA}")
+        raise IngestError(source, "", "schema", f"expected an attrib result or compare document with schema {' or '.join(map(str, SCHEMAS))}")
     benchmark = _text(doc, "benchmark", source, "")
     unit = _text(doc, "unit", source, "")
     try:
