@@ -80,6 +80,8 @@ class Family:
     quick: int  # trials in --quick
     broken: str = ""  # "" | "elsewhere" | "before" (the stretch ends right before the culprit)
     fail_rate: float = 0.0
+    small: tuple[float, ...] = ()  # steps planted beside the culprits, in units of the minimum change (< 1)
+    same_binary: float = 0.0  # fraction of commits whose binary is their parent's (docs, tests, comments)
 
 
 FAMILIES = (
@@ -107,6 +109,11 @@ FAMILIES = (
     Family("break elsewhere 3 sigma", "broken", "gaussian", (3.0,), 150, 50, broken="elsewhere"),
     Family("break before culprit 3 sigma", "broken", "gaussian", (3.0,), 150, 50, broken="before"),
     Family("failed runs 2 sigma", "fail", "gaussian", (2.0,), 150, 50, fail_rate=FAIL_RATE),
+    Family("same binary 2 sigma", "binary", "gaussian", (2.0,), 150, 50, same_binary=0.85),
+    Family("same binary 2+4 sigma", "binary", "gaussian", (2.0, 4.0), 150, 33, same_binary=0.85),
+    Family("small 1/4 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.25,)),
+    Family("small 1/2 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.5,)),
+    Family("small 3/4 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.75,)),
 )
 FAMILY = {f.name: f for f in FAMILIES}
 
@@ -121,9 +128,14 @@ class Trial:
     broken: tuple[int, ...]
     noise: NoiseModel
     min_change_pct: float
+    small: tuple[int, ...] = ()  # positions of the steps below the minimum change (also in steps)
+    binary_changes: tuple[int, ...] | None = None  # None: no artifacts declared
 
     def history(self) -> SimHistory:
-        return linear_history(self.n, dict(self.steps), frozenset(self.broken))
+        changes = None if self.binary_changes is None else frozenset(self.binary_changes)
+        return linear_history(
+            self.n, dict(self.steps), frozenset(self.broken), binary_changes=changes, small=frozenset(self.small)
+        )
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,7 @@ class Record:
     runs: int  # benchmark invocations, failed ones included
     exact: bool
     error: str = ""
+    posteriors: tuple[float, ...] = ()  # attrib: per named culprit
 
     @property
     def false_culprit(self) -> bool:
@@ -157,9 +170,13 @@ def make_trial(family: Family, index: int, seed: int) -> Trial:
     n = int(rng.integers(30, 201))
     k = len(family.effects)
     while True:
-        pos = sorted(int(p) for p in rng.choice(np.arange(1, n + 1), size=k, replace=False))
+        pos = sorted(int(p) for p in rng.choice(np.arange(1, n + 1), size=k + len(family.small), replace=False))
         if all(b - a >= 3 for a, b in zip(pos, pos[1:], strict=False)):
             break
+    small_pos: list[int] = []
+    if family.small:  # which of the drawn positions carry the small steps
+        small_pos = sorted(int(p) for p in rng.choice(np.array(pos), size=len(family.small), replace=False))
+        pos = [p for p in pos if p not in small_pos]
     effects = [float(e) for e in rng.permutation(np.array(family.effects))] if k else []
     steps = tuple((p, e * SIGMA * 100) for p, e in zip(pos, effects, strict=True))
     broken: tuple[int, ...] = ()
@@ -184,7 +201,13 @@ def make_trial(family: Family, index: int, seed: int) -> Trial:
         drift_per_run=DRIFT_PER_RUN if family.noise == "drift" else 0.0,
         fail_rate=family.fail_rate,
     )
-    return Trial(family.name, index, int(rng.integers(2**31)), n, steps, broken, noise, min_change)
+    seed_ = int(rng.integers(2**31))
+    if family.small:
+        steps = tuple(sorted(steps + tuple((p, f * min_change) for p, f in zip(small_pos, family.small, strict=True))))
+    changes = None
+    if family.same_binary:
+        changes = tuple(int(i) for i in np.flatnonzero(rng.random(n + 1) >= family.same_binary))
+    return Trial(family.name, index, seed_, n, steps, broken, noise, min_change, tuple(small_pos), changes)
 
 
 def exact_match(named: tuple[str, ...], ambiguous: tuple[tuple[str, ...], ...], truth: set[str]) -> bool:
@@ -225,6 +248,7 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
             out.samples,
             out.runs,
             exact,
+            posteriors=out.posteriors,
         )
     if strategy.startswith("pinpoint"):
         # One Pinpoint attempt is one run of one value; drift is per unit of machine time, and
@@ -353,6 +377,8 @@ GROUPS = {
     "multi": "two or three culprits, 2..5 sigma",
     "broken": "one culprit, 3 sigma, build breaks",
     "fail": "one culprit, 2 sigma, 3 % crashing runs",
+    "binary": "culprits among commits 85 % of which leave the binary unchanged",
+    "small": "one 2 sigma culprit beside a step of 1/4, 1/2 or 3/4 of the minimum change",
 }
 
 
