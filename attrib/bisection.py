@@ -199,16 +199,25 @@ class Bisection:
         reference: str,
         purpose: Purpose,
         config: TestConfig | None = None,
+        placed_against: str | None = None,
         **kw: object,
     ) -> list[Comparison]:
+        """`placed_against`: the segment's reference when `reference` is its byte-identical stand-in."""
         comps = self.evaluation.compare(candidates, reference, purpose, config, **kw)  # type: ignore[arg-type]
         if purpose.places_commit:
             for comp in comps:
-                self.verdicts[comp.candidate] = (reference, comp.verdict)
+                self.verdicts[comp.candidate] = (placed_against or reference, comp.verdict)
         return comps
 
-    def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
-        return self.compare_many([candidate], reference, purpose, config)[0]
+    def compare(
+        self,
+        candidate: str,
+        reference: str,
+        purpose: Purpose,
+        config: TestConfig | None = None,
+        placed_against: str | None = None,
+    ) -> Comparison:
+        return self.compare_many([candidate], reference, purpose, config, placed_against)[0]
 
     # --- the search -----------------------------------------------------------------------
 
@@ -262,7 +271,7 @@ class Bisection:
                 self._budget_spent(chain, reference)
                 break
             end = chain[-1]
-            test = known_bad or self.compare(end, reference, Purpose.REMAINING)
+            test = known_bad or self.compare(end, self.evaluation.stand_in(reference), Purpose.REMAINING)
             known_bad = None
             if test.verdict is not Verdict.BAD:
                 if test.verdict is Verdict.INCONCLUSIVE:
@@ -315,6 +324,7 @@ class Bisection:
     def bisect(self, chain: list[str], reference: str) -> Culprit | SmallerStep | None:
         seg = _Segment([reference, *chain], [Verdict.GOOD, *([None] * (len(chain) - 1)), Verdict.BAD])
         retries = 0
+        measured_ref = self.evaluation.stand_in(reference)  # same bytes, possibly measured already
         self.events.phase(f"bisecting {len(chain)} commits after {reference[:10]}{self._eta(len(chain))}")
         stopped = False
         while True:
@@ -331,7 +341,9 @@ class Bisection:
                 )
                 probes, stopped = [], True
             if probes:
-                comps = self.compare_many([seg.positions[p] for p in probes], reference, Purpose.PROBE)
+                comps = self.compare_many(
+                    [seg.positions[p] for p in probes], measured_ref, Purpose.PROBE, placed_against=reference
+                )
                 for pos, comp in zip(probes, comps, strict=True):
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.evidence))
@@ -339,11 +351,11 @@ class Bisection:
             b = boundary(seg.verdicts)
             if stopped:
                 b = replace(b, ambiguous=tuple(range(b.last_good + 1, b.first_bad)))
-            elif self._extend_undecided(seg, b.ambiguous, reference):
+            elif self._extend_undecided(seg, b.ambiguous, measured_ref):
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
-            confirm = self.compare(culprit, last_good, Purpose.CONFIRM, self.config.confirming())
+            confirm = self.compare(culprit, self.evaluation.stand_in(last_good), Purpose.CONFIRM, self.config.confirming())
             seg.steps.append((b.last_good, b.first_bad, confirm.evidence))
             if confirm.rule is DecisionRule.BUDGET:
                 self._budget_spent(chain, reference, (b.last_good, b.first_bad))
@@ -372,7 +384,7 @@ class Bisection:
             # definition: neither is re-tested, so the segment stays closed.
             for pos in (b.first_bad, b.last_good):
                 if 0 < pos < len(chain):
-                    comp = self.compare(seg.positions[pos], reference, Purpose.RETEST)
+                    comp = self.compare(seg.positions[pos], measured_ref, Purpose.RETEST, placed_against=reference)
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.evidence))
 
@@ -390,7 +402,9 @@ class Bisection:
         seg.extended.update(shas)
         last = {c.candidate: c.diffs for c in self.evaluation.comparisons if c.reference == reference and c.candidate in shas}
         self.events.phase(f"more samples for {len(shas)} inconclusive commit(s) at the boundary")
-        comps = self.compare_many(shas, reference, Purpose.EXTEND, self.config.extended(), resume=last)
+        comps = self.compare_many(
+            shas, reference, Purpose.EXTEND, self.config.extended(), placed_against=seg.positions[0], resume=last
+        )
         for i, comp in zip(todo, comps, strict=True):
             seg.verdicts[i] = comp.verdict
             # the extension continues the same test: its LLR replaces the earlier one

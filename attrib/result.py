@@ -75,6 +75,41 @@ def comparison_json(comp: Comparison, direction: Direction) -> dict[str, Any]:
         "sigma": comp.sigma,
         "reason": comp.reason,
         "shifts": [round(d, 6) for d in comp.diffs],
+        # issue 12: which rule decided, the step's size check, and zero-sample verdicts
+        "rule": comp.rule.value if comp.rule else None,
+        "size_p": _prob(comp.size_p),
+        "smaller": comp.smaller,
+        "same_artifact_as": comp.same_artifact_as,
+        "samples": comp.samples,
+    }
+
+
+def _efficiency_json(outcome: Outcome, direction: Direction) -> dict[str, Any]:
+    """Issue 12's additions: what was not measured and why, smaller steps, time per phase."""
+    t = outcome.times
+    return {
+        "smaller_steps": [
+            {
+                "commit": s.commit,
+                "compared_with": s.last_good,
+                "change_pct": _pct_ci(s.confirmation, direction)[0],
+                "ci_pct": _pct_ci(s.confirmation, direction)[1],
+                "size_p": _prob(s.size_p),
+            }
+            for s in outcome.smaller_steps
+        ],
+        "untouched": list(outcome.untouched),
+        "same_artifact": {c.candidate: c.same_artifact_as for c in outcome.comparisons if c.same_artifact_as},
+        "artifacts": {sha: rec.artifact for sha, rec in outcome.commits.items() if rec.artifact},
+        "artifact_notes": [{"a": n.a, "b": n.b, "traps": [str(x) for x in n.traps]} for n in outcome.artifact_notes],
+        "samples_saved_estimate": outcome.samples_saved,
+        "phase_times_s": {
+            "build": round(t.build_s, 3),
+            "measure": round(t.measure_s, 3),
+            "decide": round(t.decide_s, 3),
+            "decide_per_comparison": round(t.overhead_per_comparison(), 4),
+        },
+        "out_of_time": outcome.out_of_time,
     }
 
 
@@ -201,6 +236,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
                 "confirmation": comparison_json(c.confirmation, direction),
                 "via_merge": c.via_merge,
                 "posterior": _prob(c.posterior),
+                "size_p": _prob(c.size_p),
                 "range_posterior": _prob(c.range_posterior),
                 "revert": _revert_json(c.revert, direction),
                 "reproduce": compare_command(ctx, c.last_good, c.commit),
@@ -292,6 +328,7 @@ def build_result(outcome: Outcome, ctx: RunContext) -> dict[str, Any]:
             for d in outcome.drift
         ],
         "excluded_samples": dict(excluded),
+        **_efficiency_json(outcome, direction),
         "rounds": outcome.rounds,
         "reproduce": reproduce_command(ctx, outcome.good, outcome.bad),
         "settings": {

@@ -54,8 +54,8 @@ from attrib.recipe import BenchmarkSpec
 
 MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 SAME_ARTIFACT_LLR = 50.0  # identical bytes: as good as certain, but finite for the posterior
-# Purposes whose verdict against a reference a byte-identical commit may take over. A retest is
-# asked for fresh rounds of that very commit, so it never takes a shortcut.
+# Purposes whose verdict against a reference a byte-identical commit may take over. A retest
+# never takes another commit's verdict (that is what is in doubt), only "same as the reference".
 _SHAREABLE = (Purpose.PREFLIGHT, Purpose.PROBE, Purpose.EXTEND, Purpose.REMAINING, Purpose.RETEST)
 
 
@@ -201,26 +201,41 @@ class Evaluation:
             rec.artifact = rec.build.artifact or (own(Path(rec.build.checkout)) if callable(own) else None) or ""
         return rec.artifact or None
 
+    def stand_in(self, sha: str) -> str:
+        """A measured commit with the same artifact as `sha` (itself if none): a confirmation
+        against it measures the same bytes without measuring one more commit."""
+        art = self.artifact(sha)
+        if art is not None:
+            for other, rec in self.records.items():
+                if rec.samples and rec.artifact == art:
+                    return other
+        return sha
+
     def _twin(self, cand: str, reference: str, purpose: Purpose) -> Comparison | None:
         """An earlier verdict that a byte-identical commit settles `cand` with (see module doc)."""
         art = self.artifact(cand)
-        if art is None or purpose is Purpose.RETEST:
+        if art is None:
             return None
         if self.artifact(reference) == art:
             return Comparison(
                 cand, reference, purpose, Verdict.GOOD, (), -SAME_ARTIFACT_LLR, 0.0, shift_estimate([0.0]),
                 rule=DecisionRule.SAME_ARTIFACT, same_artifact_as=reference,
             )
+        ref_art = self.artifact(reference)
         for c in reversed(self.comparisons):
             if (
-                c.reference == reference
+                (c.reference == reference or (ref_art is not None and self.artifact(c.reference) == ref_art))
                 and c.candidate != cand
                 and c.purpose in _SHAREABLE
                 and c.verdict in (Verdict.GOOD, Verdict.BAD)
                 and self.artifact(c.candidate) == art
             ):
+                if purpose is Purpose.RETEST:
+                    return None  # asked for fresh rounds: the twin's verdict is what is in doubt
+                # The same bytes on both sides: the twin's shifts are this comparison's evidence
+                # (and a culprit's estimate); they are not pooled into sigma twice (see compare).
                 return Comparison(
-                    cand, reference, purpose, c.verdict, (), c.llr, c.sigma, c.estimate,
+                    cand, reference, purpose, c.verdict, c.diffs, c.llr, c.sigma, c.estimate,
                     rule=DecisionRule.SAME_ARTIFACT, size_p=c.size_p, smaller=c.smaller,
                     same_artifact_as=c.same_artifact_as or c.candidate,
                 )
@@ -307,7 +322,7 @@ class Evaluation:
             # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
             return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
 
-        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2]
+        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2 and not c.same_artifact_as]
         ref = self.record(reference)
         drawn: Counter[str] = Counter()
         while active:
