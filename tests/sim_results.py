@@ -108,6 +108,7 @@ def simulated_result(name: str, tmp: Path) -> dict[str, Any]:
     result = build_result(out, ctx)
     # Fixed where the real value depends on the machine, the clock or the temp dir.
     result["wall_s"] = 321.0
+    result["phase_times_s"] = {"build": 12.0, "measure": 300.0, "decide": 0.5, "decide_per_comparison": 0.05}
     result["tool"]["version"] = "0.0.0-test"
     result["machine"] = {"hostname": "bench-01", "platform": "Linux-6.8-x86_64", "cpu": "Test CPU", "cpus": 16, "python": "3.11.9", "user": "ci"}
     result["recipe"]["sha256"] = "0" * 64

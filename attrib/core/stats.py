@@ -61,6 +61,7 @@ SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get fi
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound
 WINSOR_SCALES = 4.0  # residuals further than this many robust scales are pulled in before pooling
 WINSOR_MIN_RESIDUALS = 20
+CONFIRM_MIN_ROUNDS = 5  # a confirmation's estimate is the culprit's change and CI: not from 2 rounds
 EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
 DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
 DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
@@ -78,8 +79,11 @@ class TestConfig:
     size_check: bool = False  # a confirmation: also settle whether the step is >= delta
 
     def confirming(self) -> TestConfig:
-        """The direct comparison of a boundary: it also sizes the step (culprit or smaller step)."""
-        return replace(self, size_check=True)
+        """The direct comparison of a boundary: it sizes the step (culprit or smaller step), and
+        its rounds are the culprit's estimate, so it keeps CONFIRM_MIN_ROUNDS even with the
+        noise known."""
+        floor = min(max(self.min_rounds, CONFIRM_MIN_ROUNDS), self.max_rounds)
+        return replace(self, size_check=True, min_rounds=floor, known_min_rounds=floor)
 
     def extended(self) -> TestConfig:
         """An inconclusive test that decides the boundary continues up to this cap."""
@@ -302,8 +306,12 @@ class Estimate:
     n: int
 
 
-def shift_estimate(diffs: Sequence[float], level: float = 0.95) -> Estimate:
-    """One-sample Hodges-Lehmann estimate (median of Walsh averages) with the signed-rank CI."""
+def shift_estimate(diffs: Sequence[float], level: float = 0.95, sigma: float | None = None) -> Estimate:
+    """One-sample Hodges-Lehmann estimate (median of Walsh averages) with the signed-rank CI.
+
+    With `sigma` (the test's per-round sigma) the interval is widened to cover the normal one,
+    mean +- z sigma / sqrt(n), too: a test decided in 2 or 3 rounds has no 95 % signed-rank
+    interval at all (its Walsh averages span less), and its culprit's CI must not pretend to."""
     d = np.sort(np.asarray(diffs, dtype=float))
     n = d.size
     if n == 0:
@@ -314,7 +322,11 @@ def shift_estimate(diffs: Sequence[float], level: float = 0.95) -> Estimate:
     z = NormalDist().inv_cdf(0.5 + level / 2)
     k = n * (n + 1) / 4 - z * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     k_idx = int(min(max(math.floor(k), 0), (m - 1) // 2))
-    return Estimate(float(np.median(walsh)), float(walsh[k_idx]), float(walsh[m - 1 - k_idx]), n)
+    low, high = float(walsh[k_idx]), float(walsh[m - 1 - k_idx])
+    if sigma is not None and math.isfinite(sigma) and sigma > 0:
+        half = z * sigma / math.sqrt(n)
+        low, high = min(low, float(d.mean()) - half), max(high, float(d.mean()) + half)
+    return Estimate(float(np.median(walsh)), low, high, n)
 
 
 def to_pct(shift: float, direction: Direction) -> float:

@@ -400,7 +400,7 @@ class Evaluation:
         if verdict is Verdict.SKIP and rule is None:
             rule = DecisionRule.UNTESTABLE
         comp = Comparison(
-            candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs), reason,
+            candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs, sigma=sigma or None), reason,
             rule, size_p, None, samples, smaller,
         )
         return self._keep(comp)

@@ -81,8 +81,11 @@ def render_plot(result: dict[str, Any], path: Path) -> Path:
     factor, unit = _scale(result.get("unit", ""), everything)
     culprits = {c["commit"] for c in result["culprits"]}
     width, height = PLOT_SIZE_PX
-    fig, ax = plt.subplots(figsize=(width / PLOT_DPI, height / PLOT_DPI), dpi=PLOT_DPI)
+    fig, (ax, side) = plt.subplots(
+        1, 2, figsize=(width / PLOT_DPI, height / PLOT_DPI), dpi=PLOT_DPI, gridspec_kw={"width_ratios": [3, 1]}
+    )
     try:
+        _paired_shifts(side, result)
         for role, color in (("good", "tab:green"), ("bad", "tab:red")):
             ref = next((row for row in rows if row.get("role") == role), None)
             if ref is not None:
@@ -126,9 +129,39 @@ def render_plot(result: dict[str, Any], path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", fontsize=7)
-        fig.subplots_adjust(left=0.08, right=0.99, top=0.92, bottom=0.25)
+        fig.subplots_adjust(left=0.07, right=0.99, top=0.92, bottom=0.25, wspace=0.25)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=PLOT_DPI, format="png")
     finally:
         plt.close(fig)
     return path
+
+
+PAIRED_PURPOSES = ("preflight", "probe", "retest", "extend", "confirm")
+
+
+def _paired_shifts(ax: Any, result: dict[str, Any]) -> None:
+    """Issue 12: each measured comparison's paired change against its own reference, with its
+    95 % interval. Pooled levels drift with the machine; a paired shift does not, so two
+    byte-identical binaries never look like a step here."""
+    comps = [
+        c for c in result.get("comparisons", []) if c.get("purpose") in PAIRED_PURPOSES and c.get("change_pct") is not None
+    ]
+    culprits = {c["commit"] for c in result["culprits"]}
+    for y, c in enumerate(comps):
+        lo, hi = c["ci_pct"]
+        color = "tab:red" if c["candidate"] in culprits and c["purpose"] == "confirm" else "tab:blue"
+        ax.errorbar(c["change_pct"], y, xerr=[[c["change_pct"] - lo], [hi - c["change_pct"]]], fmt="o", ms=3, color=color)
+    min_change = result.get("settings", {}).get("min_change_pct")
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    if min_change:
+        ax.axvline(min_change, color="tab:red", linestyle=":", linewidth=1, label=f"minimum change {min_change:g} %")
+        ax.legend(loc="lower right", fontsize=6)
+    ax.set_yticks(range(len(comps)))
+    ax.set_yticklabels(
+        [f"{c['candidate'][:7]} vs {c['reference'][:7]}" for c in comps], fontsize=6, family="monospace"
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel("paired change vs its reference [%] (95 % CI)", fontsize=7)
+    ax.set_title("paired shifts", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
