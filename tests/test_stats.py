@@ -465,13 +465,14 @@ def test_size_check_holds_a_bad_verdict_until_the_size_is_settled() -> None:
     config = SprtConfig().confirming()
     sigma = DELTA / 2
     # a clear 2-delta step: bad, and P(step >= delta) near 1 at once
-    d = sprt([2 * DELTA] * 3, DELTA, sigma, config)
+    d = sprt([2 * DELTA] * 5, DELTA, sigma, config)  # a confirmation keeps 5 rounds
     assert d.verdict is Verdict.BAD and d.size_p > 0.95
     # a step of exactly 0.8 delta: bad against 0, but its size stays unsettled for a while
     assert sprt([0.8 * DELTA] * 6, DELTA, sigma, config).verdict is None
     cut = truncation_rounds(sigma, DELTA, config)
     d = sprt([0.8 * DELTA] * cut, DELTA, sigma, config)
-    assert d.verdict is Verdict.BAD and d.size_p < 0.5  # a smaller step, decided at the truncation point
+    # a smaller step, decided at the truncation point: not worse by the minimum change
+    assert d.verdict is Verdict.GOOD and d.smaller and d.size_p < 0.5
 
 
 def test_size_posterior_is_a_flat_prior_on_a_positive_effect() -> None:
