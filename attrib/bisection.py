@@ -15,6 +15,13 @@ verdicts; it never builds, runs, pools noise or decides a test itself:
 With probes > 1 the search proposes several commits at once (posterior quantiles), which are
 built concurrently and measured in shared rounds against one reference.
 
+A boundary whose confirmation says "bad" but whose size check (core/stats.size_posterior)
+puts the step below the minimum change is a *smaller step*: reported apart with its estimate,
+never a culprit; the search goes on after it, with it as the reference, only when the bad end
+is still worse than it by the minimum change. With `[search] paths` only commits touching them
+are candidates (`Outcome.untouched` lists the others, never built). With a deadline the search
+stops when it is spent and reports the smallest range it proved, and what more time would buy.
+
 Why an outcome is unresolved is recorded as structured causes (core/model.Cause); turning
 them into sentences (and naming CLI flags) is the report's job.
 """
@@ -29,17 +36,22 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from attrib.core.model import Cause, CommitInfo, Purpose, RevertStatus, Status, UnresolvedCause, Verdict
+from attrib.core.model import Cause, CommitInfo, DecisionRule, Purpose, RevertStatus, Status, UnresolvedCause, Verdict
 from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
 from attrib.core.stats import TestConfig, to_pct
 from attrib.errors import ReferenceFailed
-from attrib.evaluate.evaluation import Builder, CommitRecord, Comparison, Drift, Evaluation
+from attrib.evaluate.evaluation import ArtifactNote, Builder, CommitRecord, Comparison, Drift, Evaluation, PhaseTimes
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
 from attrib.recipe import BenchmarkSpec
 
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
+
+
+def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
+    """Whether a commit's changed files fall under any of `paths` (a directory or a file)."""
+    return any(f == p.rstrip("/") or f.startswith(p.rstrip("/") + "/") for f in files for p in paths)
 
 
 class History(Protocol):
@@ -79,6 +91,21 @@ class Culprit:
     def confirmed(self) -> bool:
         return self.confirmation.verdict is Verdict.BAD
 
+    @property
+    def size_p(self) -> float:
+        """P(this step >= the minimum change | its confirmation): part of `posterior`."""
+        return self.confirmation.size_p
+
+
+@dataclass(frozen=True)
+class SmallerStep:
+    """A confirmed step the data put below the minimum change: reported, never a culprit."""
+
+    commit: str
+    last_good: str
+    confirmation: Comparison  # its estimate is the step's size
+    size_p: float  # P(step >= the minimum change): below 1/2
+
 
 @dataclass(frozen=True)
 class Unresolved:
@@ -105,6 +132,12 @@ class Outcome:
     unresolved: tuple[Unresolved, ...] = ()
     drift: tuple[Drift, ...] = ()
     rounds: int = 0  # measurement rounds, in sequence: what parallel probing shortens
+    smaller_steps: tuple[SmallerStep, ...] = ()
+    untouched: tuple[str, ...] = ()  # [search] paths: commits touching none of them, never built
+    artifact_notes: tuple[ArtifactNote, ...] = ()  # artifacts differing only by a timestamp/path
+    samples_saved: int = 0  # estimate: samples the same-artifact verdicts did not draw
+    times: PhaseTimes = field(default_factory=PhaseTimes)
+    out_of_time: bool = False  # the budget ended the search
 
 
 @dataclass
@@ -135,16 +168,26 @@ class Bisection:
         probes: int = 1,
         reverter: Reverter | None = None,
         round_context: Callable[[], AbstractContextManager[object]] | None = None,
+        paths: Sequence[str] = (),
+        deadline: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.repo = repo
         self.bench = bench
+        # Every "bad" the search reads is sized: below the minimum change it is a smaller step.
+        config = replace(config, size_check=True)
         self.config = config
         self.probes = max(1, probes)
         self.reverter = reverter
+        self.paths = tuple(paths)
+        extra = {"clock": clock} if clock is not None else {}
         self.evaluation = Evaluation(
             repo, builder, runner, bench, config, random.Random(seed), events, build_width=self.probes,
             round_context=round_context,
+            deadline=deadline, **extra,  # type: ignore[arg-type]
         )
+        self.smaller: list[SmallerStep] = []
+        self.untouched: list[str] = []
         self.events = self.evaluation.events
         self.verdicts: dict[str, tuple[str, Verdict]] = {}
         self.order: list[str] = []
@@ -159,16 +202,25 @@ class Bisection:
         reference: str,
         purpose: Purpose,
         config: TestConfig | None = None,
+        placed_against: str | None = None,
         **kw: object,
     ) -> list[Comparison]:
+        """`placed_against`: the segment's reference when `reference` is its byte-identical stand-in."""
         comps = self.evaluation.compare(candidates, reference, purpose, config, **kw)  # type: ignore[arg-type]
         if purpose.places_commit:
             for comp in comps:
-                self.verdicts[comp.candidate] = (reference, comp.verdict)
+                self.verdicts[comp.candidate] = (placed_against or reference, comp.verdict)
         return comps
 
-    def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
-        return self.compare_many([candidate], reference, purpose, config)[0]
+    def compare(
+        self,
+        candidate: str,
+        reference: str,
+        purpose: Purpose,
+        config: TestConfig | None = None,
+        placed_against: str | None = None,
+    ) -> Comparison:
+        return self.compare_many([candidate], reference, purpose, config, placed_against)[0]
 
     # --- the search -----------------------------------------------------------------------
 
@@ -201,12 +253,28 @@ class Bisection:
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
         return self._outcome(status, good, bad, culprits, preflight)
 
+    def _relevant(self, chain: list[str]) -> list[str]:
+        """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);
+        the others are recorded as untouched and never built."""
+        if not self.paths:
+            return chain
+        keep = [c for c in chain if touches(self.repo.info(c).files, self.paths)]
+        self.untouched.extend(c for c in chain if c not in keep and c not in self.untouched)
+        return keep
+
     def find_culprits(self, chain: list[str], reference: str, known_bad: Comparison | None) -> list[Culprit]:
-        """Culprits along `chain` (oldest first) relative to `reference`, one after another."""
+        """Culprits along `chain` (oldest first) relative to `reference`, one after another.
+        Smaller steps found on the way go to self.smaller and the search goes on after them."""
         culprits: list[Culprit] = []
+        chain = self._relevant(chain)
+        if not chain:
+            self.notes.append(f"no commit after {reference[:10]} touches {', '.join(self.paths)}")
         while chain:
+            if self.evaluation.out_of_time:
+                self._budget_spent(chain, reference)
+                break
             end = chain[-1]
-            test = known_bad or self.compare(end, reference, Purpose.REMAINING)
+            test = known_bad or self.compare(end, self.evaluation.stand_in(reference), Purpose.REMAINING)
             known_bad = None
             if test.verdict is not Verdict.BAD:
                 if test.verdict is Verdict.INCONCLUSIVE:
@@ -216,7 +284,16 @@ class Bisection:
                     )
                 break
             found = self.bisect(chain, reference)
-            culprits.extend(self.descend(found))
+            if found is None:  # the budget ran out inside the segment: its range is recorded
+                break
+            if isinstance(found, SmallerStep):
+                self.smaller.append(found)
+                self.notes.append(
+                    f"{found.commit[:10]} is a smaller step than the minimum change "
+                    f"(P(>= minimum) = {found.size_p:.2f}): not a culprit"
+                )
+            else:
+                culprits.extend(self.descend(found))
             cut = chain.index(found.commit)
             reference, chain = found.commit, chain[cut + 1 :]
         return culprits
@@ -229,12 +306,35 @@ class Bisection:
         open_positions = [i for i in range(b.last_good + 1, b.first_bad) if seg.verdicts[i] is None]
         return posterior_quantiles(seg.posterior(), self.probes, open_positions)
 
-    def bisect(self, chain: list[str], reference: str) -> Culprit:
+    def _budget_spent(self, chain: Sequence[str], reference: str, b: tuple[int, int] | None = None) -> None:
+        """The deadline passed: record the smallest range proved so far and what finishing costs."""
+        lo, hi = b or (0, len(chain))
+        positions = [reference, *chain]
+        inside = tuple(positions[lo + 1 : hi + 1])
+        probes_left = math.ceil(math.log2(max(2, len(inside)))) + 1  # bisection steps + the confirmation
+        times = self.evaluation.times
+        per = (times.measure_s + times.decide_s) / times.comparisons if times.comparisons else math.nan
+        cause = Cause(
+            UnresolvedCause.OUT_OF_TIME, inside, rounds=probes_left, seconds=per * probes_left if per == per else None
+        )
+        self.unresolved.append(Unresolved(positions[lo], positions[hi], inside, (cause,)))
+        self.notes.append(
+            f"the time budget ran out with {len(inside)} commit(s) open after {positions[lo][:10]}; "
+            f"about {probes_left} more comparisons" + (f" (~{per * probes_left / 60:.0f} min)" if per == per else "")
+            + " would settle it"
+        )
+
+    def bisect(self, chain: list[str], reference: str) -> Culprit | SmallerStep | None:
         seg = _Segment([reference, *chain], [Verdict.GOOD, *([None] * (len(chain) - 1)), Verdict.BAD])
         retries = 0
-        self.events.phase(f"bisecting {len(chain)} commits after {reference[:10]}")
+        measured_ref = self.evaluation.stand_in(reference)  # same bytes, possibly measured already
+        self.events.phase(f"bisecting {len(chain)} commits after {reference[:10]}{self._eta(len(chain))}")
         stopped = False
         while True:
+            if self.evaluation.out_of_time:
+                b = boundary(seg.verdicts)
+                self._budget_spent(chain, reference, (b.last_good, b.first_bad))
+                return None
             probes = self._next_probes(seg)
             if probes and seg.verdicts.count(Verdict.INCONCLUSIVE) >= MAX_INCONCLUSIVE_PROBES:
                 # The noise is too high for this minimum change: more probes would only walk
@@ -244,31 +344,40 @@ class Bisection:
                 )
                 probes, stopped = [], True
             if probes:
-                comps = self.compare_many([seg.positions[p] for p in probes], reference, Purpose.PROBE)
+                comps = self.compare_many(
+                    [seg.positions[p] for p in probes], measured_ref, Purpose.PROBE, placed_against=reference
+                )
                 for pos, comp in zip(probes, comps, strict=True):
                     seg.verdicts[pos] = comp.verdict
-                    seg.tests.append((pos, comp.llr))
+                    seg.tests.append((pos, comp.evidence))
                 continue
             b = boundary(seg.verdicts)
             if stopped:
                 b = replace(b, ambiguous=tuple(range(b.last_good + 1, b.first_bad)))
-            elif self._extend_undecided(seg, b.ambiguous, reference):
+            elif self._extend_undecided(seg, b.ambiguous, measured_ref):
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
-            confirm = self.compare(culprit, last_good, Purpose.CONFIRM, self.config.confirming())
-            seg.steps.append((b.last_good, b.first_bad, confirm.llr))
+            confirm = self.compare(culprit, self.evaluation.stand_in(last_good), Purpose.CONFIRM, self.config.confirming())
+            seg.steps.append((b.last_good, b.first_bad, confirm.evidence))
+            if confirm.rule is DecisionRule.BUDGET:
+                self._budget_spent(chain, reference, (b.last_good, b.first_bad))
+                return None
+            if confirm.smaller:
+                return SmallerStep(culprit, last_good, confirm, confirm.size_p)
             if confirm.verdict is Verdict.BAD or retries >= MAX_CONFIRM_RETRIES:
                 if confirm.verdict is not Verdict.BAD:
                     self.notes.append(f"the step {last_good[:10]} -> {culprit[:10]} was not confirmed ({confirm.verdict.value})")
                 post = seg.posterior()
+                # where the change is, times whether it is at least the minimum change
+                size = confirm.size_p if confirm.size_p == confirm.size_p else 1.0
                 return Culprit(
                     culprit,
                     last_good,
                     tuple(seg.positions[i] for i in b.ambiguous),
                     confirm,
-                    posterior=post[b.first_bad],
-                    range_posterior=sum(post[i] for i in (*b.ambiguous, b.first_bad)),
+                    posterior=post[b.first_bad] * size,
+                    range_posterior=sum(post[i] for i in (*b.ambiguous, b.first_bad)) * size,
                 )
             # The verdicts that led here disagree with a direct comparison: one was wrong.
             # Re-test both ends against the reference with fresh rounds and search on.
@@ -278,9 +387,9 @@ class Bisection:
             # definition: neither is re-tested, so the segment stays closed.
             for pos in (b.first_bad, b.last_good):
                 if 0 < pos < len(chain):
-                    comp = self.compare(seg.positions[pos], reference, Purpose.RETEST)
+                    comp = self.compare(seg.positions[pos], measured_ref, Purpose.RETEST, placed_against=reference)
                     seg.verdicts[pos] = comp.verdict
-                    seg.tests.append((pos, comp.llr))
+                    seg.tests.append((pos, comp.evidence))
 
     def _extend_undecided(self, seg: _Segment, ambiguous: Sequence[int], reference: str) -> bool:
         """Inconclusive commits that decide the boundary get more samples, once each: their
@@ -296,11 +405,13 @@ class Bisection:
         seg.extended.update(shas)
         last = {c.candidate: c.diffs for c in self.evaluation.comparisons if c.reference == reference and c.candidate in shas}
         self.events.phase(f"more samples for {len(shas)} inconclusive commit(s) at the boundary")
-        comps = self.compare_many(shas, reference, Purpose.EXTEND, self.config.extended(), resume=last)
+        comps = self.compare_many(
+            shas, reference, Purpose.EXTEND, self.config.extended(), placed_against=seg.positions[0], resume=last
+        )
         for i, comp in zip(todo, comps, strict=True):
             seg.verdicts[i] = comp.verdict
             # the extension continues the same test: its LLR replaces the earlier one
-            seg.tests = [(p, llr) for p, llr in seg.tests if p != i] + [(i, comp.llr)]
+            seg.tests = [(p, llr) for p, llr in seg.tests if p != i] + [(i, comp.evidence)]
         return True
 
     def descend(self, found: Culprit) -> list[Culprit]:
@@ -390,4 +501,25 @@ class Bisection:
             unresolved=tuple(self.unresolved),
             drift=ev.drift([good, bad, *(c.commit for c in culprits)]),
             rounds=ev.rounds,
+            smaller_steps=tuple(self.smaller),
+            untouched=tuple(self.untouched),
+            artifact_notes=tuple(ev.artifact_notes),
+            samples_saved=ev.samples_saved(),
+            times=ev.times,
+            out_of_time=ev.out_of_time,
         )
+
+    def _eta(self, open_commits: int) -> str:
+        """' (elapsed .., about .. left)' from this bisection's own mean comparison time."""
+        t = self.evaluation.times
+        if not t.comparisons:
+            return ""
+        per = (t.build_s + t.measure_s + t.decide_s) / t.comparisons
+        left = (math.ceil(math.log2(max(2, open_commits))) + 2) * per
+        elapsed = t.build_s + t.measure_s + t.decide_s
+        return f" (elapsed {_clock(elapsed)}, about {_clock(left)} left)"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"

@@ -166,6 +166,9 @@ def bisect(
         "--verify",
         help="confirm: re-measure culprit^ vs culprit (always on); revert: also revert it on bad.",
     ),
+    budget: str | None = typer.Option(
+        None, "--budget", help='Wall time to spend, e.g. "30m" or "2h" (default: the recipe\'s [search] budget, else none).'
+    ),
     file_issue: str | None = FileIssueOpt,
     comment: str | None = CommentOnOpt,
     label: list[str] | None = LabelOpt,
@@ -176,14 +179,19 @@ def bisect(
     from attrib.tracker import Filing
 
     def go() -> int:
+        from attrib.recipe import parse_duration
+
         config = _config(alpha, beta, min_rounds, max_rounds)
+        budget_s = None if budget is None else parse_duration(budget)
+        if budget is not None and budget_s is None:
+            raise InputError(f'--budget {budget!r}: expected a duration such as "30m", "2h" or "90s"')
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
         filing = Filing.prepare(file_issue, comment, label)
         p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, config, seed, progress, probes=probes, verify=verify)
+            result = run_bisect(p, config, seed, progress, probes=probes, verify=verify, budget_s=budget_s)
         return _emit(result, json_out, report_out, filing)
 
     _guard(go)

@@ -171,18 +171,23 @@ def verify_mode(text: str) -> VerifyMode:
 def run_bisect(
     p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
+    budget_s: float | None = None,
 ) -> BisectResult:
     """`probes`: commits proposed per search step (`--jobs`/`--probes`).
+    `budget_s`: wall-time budget (`--budget`; default the recipe's [search] budget), after which
+    the search ends with the smallest range it proved.
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     mode = verify_mode(verify)
     if probes < 1:
         raise InputError(f"--jobs {probes}: expected a positive integer")
     start = time.monotonic()
+    budget = budget_s if budget_s is not None else p.recipe.budget_s
     with opened(p) as tools:
         runner = wrap_runner(tools.runner) if wrap_runner else tools.runner
         engine = Bisection(
             p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
             round_context=tools.executor.round,
+            paths=p.recipe.search_paths, deadline=None if budget is None else start + budget,
         )
         outcome = engine.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
         executor_info = tools.executor.describe()

@@ -117,10 +117,14 @@ class BuildSpec:
     network: bool = False
     cpus: float | None = None
     memory: str = DEFAULT_MEMORY
+    artifacts: tuple[str, ...] = ()  # globs of what the benchmark runs: hashed after each build
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=list)
+        fields = asdict(self)
+        if not fields["artifacts"]:
+            del fields["artifacts"]  # keeps the cache keys of recipes that declare none
+        blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -190,6 +194,8 @@ class Recipe:
     build: BuildSpec
     benchmarks: tuple[BenchmarkSpec, ...]
     slurm: SlurmSpec | None = None  # the [slurm] table; None: cluster defaults
+    search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
+    budget_s: float | None = None  # the recipe's default --budget
 
     def benchmark(self, name: str | None) -> BenchmarkSpec:
         if name is None:
@@ -239,14 +245,24 @@ _TOP: dict[str, tuple[Check, bool]] = {
         True,
     ),
     "slurm": ((lambda v: isinstance(v, dict), "a table [slurm]"), False),
+    "search": ((lambda v: isinstance(v, dict), "a table [search]"), False),
 }
 _BOOL: Check = (lambda v: isinstance(v, bool), "true or false")
 _MEMORY: Check = (
     lambda v: isinstance(v, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None,
     'a memory size such as "4g" or "512m"',
 )
+_GLOBS: Check = (
+    lambda v: (
+        isinstance(v, list)
+        and len(v) > 0
+        and all(isinstance(x, str) and x != "" and not x.startswith("/") and ".." not in Path(x).parts for x in v)
+    ),
+    'a non-empty list of globs relative to the checkout, such as ["bench", "lib/*.so"]',
+)
 _BUILD: dict[str, tuple[Check, bool]] = {
     "commands": (_STR_LIST, True),
+    "artifacts": (_GLOBS, False),
     "timeout_s": (_POS_NUM, False),
     "env": (_STR_TABLE, False),
     "image": (_STR, False),
@@ -254,6 +270,19 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "network": (_BOOL, False),
     "cpus": (_POS_NUM, False),
     "memory": (_MEMORY, False),
+}
+_SEARCH: dict[str, tuple[Check, bool]] = {
+    "paths": (
+        (
+            lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x and not x.startswith("/") for x in v),
+            'a non-empty list of paths relative to the repository, such as ["kernels/", "include/"]',
+        ),
+        False,
+    ),
+    "budget": (
+        (lambda v: isinstance(v, str) and parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'),
+        False,
+    ),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
@@ -491,6 +520,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     _check_table(path, "", data, _TOP)
     build_t = data["build"]
     _check_table(path, "build.", build_t, _BUILD)
+    search_t = data.get("search", {})
+    _check_table(path, "search.", search_t, _SEARCH)
     if "image" in build_t and "dockerfile" in build_t:
         raise RecipeError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
     benches: list[BenchmarkSpec] = []
@@ -551,10 +582,24 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             network=bool(build_t.get("network", False)),
             cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
             memory=build_t.get("memory", DEFAULT_MEMORY),
+            artifacts=tuple(build_t.get("artifacts", ())),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
+        search_paths=tuple(search_t.get("paths", ())),
+        budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
     )
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*")
+
+
+def parse_duration(text: str) -> float | None:
+    """ "30m" -> 1800.0, "2h", "90s", "45" (seconds); None when it is not a duration."""
+    m = _DURATION.fullmatch(text)
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
 
 
 def load_recipe(path: Path) -> Recipe:

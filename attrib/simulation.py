@@ -31,6 +31,8 @@ class SimHistory:
     main: list[str]
     broken: set[str] = field(default_factory=set)
     culprits: list[str] = field(default_factory=list)  # the truth, in history order
+    artifacts: dict[str, str] = field(default_factory=dict)  # sha -> binary digest; {}: none declared
+    small: list[str] = field(default_factory=list)  # planted steps below the minimum change: no culprits
 
     @property
     def good(self) -> str:
@@ -69,8 +71,20 @@ class SimHistory:
         return seen
 
 
-def linear_history(n: int, steps: dict[int, float], broken: set[int] | frozenset[int] = frozenset()) -> SimHistory:
-    """n commits after the good one; steps maps a position to its change in percent."""
+def linear_history(
+    n: int,
+    steps: dict[int, float],
+    broken: set[int] | frozenset[int] = frozenset(),
+    *,
+    binary_changes: set[int] | frozenset[int] | None = None,
+    small: set[int] | frozenset[int] = frozenset(),
+) -> SimHistory:
+    """n commits after the good one; steps maps a position to its change in percent.
+
+    `binary_changes`: the positions whose build output differs from their parent's (steps are
+    always among them); the others build byte-identical artifacts, like docs-only commits.
+    None: artifacts are not declared. `small`: step positions below the minimum change, which
+    are not culprits."""
     levels: dict[str, float] = {}
     parents: dict[str, tuple[str, ...]] = {}
     main: list[str] = []
@@ -81,8 +95,13 @@ def linear_history(n: int, steps: dict[int, float], broken: set[int] | frozenset
         levels[sha] = level
         parents[sha] = (main[-1],) if main else ()
         main.append(sha)
-    culprits = [main[i] for i in sorted(steps) if steps[i] != 0]
-    return SimHistory(levels, parents, main, {main[i] for i in broken}, culprits)
+    culprits = [main[i] for i in sorted(steps) if steps[i] != 0 and i not in small]
+    artifacts: dict[str, str] = {}
+    if binary_changes is not None:
+        changes = set(binary_changes) | set(steps)
+        for i, sha in enumerate(main):
+            artifacts[sha] = f"bin-{sha}" if i == 0 or i in changes else artifacts[main[i - 1]]
+    return SimHistory(levels, parents, main, {main[i] for i in broken}, culprits, artifacts, [main[i] for i in sorted(small)])
 
 
 class SimBuilder:
@@ -96,7 +115,10 @@ class SimBuilder:
         self.fresh_builds += 1
         ok = info.sha not in self.history.broken
         reason = "" if ok else "exit 2 from `make` (simulated)"
-        return BuildRecord("k" + info.sha, info.sha, info.tree, ok, reason, "/dev/null", f"/sim/{info.sha}", 0.0)
+        artifact = self.history.artifacts.get(info.sha, "") if ok else ""
+        return BuildRecord(
+            "k" + info.sha, info.sha, info.tree, ok, reason, "/dev/null", f"/sim/{info.sha}", 0.0, False, artifact
+        )
 
 
 @dataclass
@@ -159,6 +181,7 @@ class SimOutcome:
     samples: int
     runs: int
     outcome: object  # the engine's Outcome, for deeper checks
+    posteriors: tuple[float, ...] = ()  # per culprit
 
 
 def run_simulated(
@@ -187,4 +210,5 @@ def run_simulated(
         samples=runner.samples,
         runs=runner.clock,
         outcome=out,
+        posteriors=tuple(c.posterior for c in out.culprits),
     )

@@ -15,7 +15,7 @@ from attrib.core.stats import TestConfig
 from attrib.evaluate.builds import BuildRecord
 from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
 from attrib.result import BisectResult
-from attrib.result.types import Machine
+from attrib.result.types import Machine, PhaseTimesRecord
 from attrib.result.writer import Provenance, RunContext, build_result
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 
@@ -113,6 +113,7 @@ def simulated_result(name: str, tmp: Path) -> BisectResult:
     return replace(
         result,
         tool=replace(result.tool, version="0.0.0-test"),
+        phase_times_s=PhaseTimesRecord(12.0, 300.0, 0.5, 0.05),
         build_failures=tuple(replace(f, log=_fixed_log(f.log)) for f in result.build_failures),
         commits=tuple(
             replace(row, build=replace(row.build, log=_fixed_log(row.build.log))) if row.build else row

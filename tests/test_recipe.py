@@ -368,3 +368,29 @@ def test_cache_identity_of_loaded_recipes(tmp_path: Path) -> None:
     assert identity('[build]\ncommands = ["make"]\ntimeout_s = 121\n', "d.toml") != base
     assert identity('[build]\ncommands = ["make"]\ntimeout_s = 120\nenv = { X = "" }\n', "e.toml") != base
     assert identity('[build]\ncommands = ["make", "true"]\ntimeout_s = 120\n', "f.toml") != base
+
+
+def test_artifacts_search_paths_and_budget_are_parsed(tmp_path):
+    build = BUILD + 'artifacts = ["bench", "lib/*.so"]\n'
+    search = '[search]\npaths = ["kernels/", "include/"]\nbudget = "30m"\n'
+    r = load_recipe(write(tmp_path, recipe_text(build=build) + "\n" + search))
+    assert r.build.artifacts == ("bench", "lib/*.so")
+    assert r.search_paths == ("kernels/", "include/") and r.budget_s == 1800.0
+    # declaring no artifacts keeps the build cache keys recipes had before the key existed
+    plain = load_recipe(write(tmp_path, recipe_text(), "plain.toml"))
+    assert plain.build.artifacts == () and plain.search_paths == () and plain.budget_s is None
+
+
+@pytest.mark.parametrize(
+    ("extra_build", "search", "key", "expected"),
+    [
+        ('artifacts = ["/abs/bench"]\n', "", "build.artifacts", "globs relative to the checkout"),
+        ("artifacts = []\n", "", "build.artifacts", "non-empty list of globs"),
+        ("", '[search]\npaths = "kernels/"\n', "search.paths", "list of paths"),
+        ("", '[search]\nbudget = "soon"\n', "search.budget", 'a duration such as "30m"'),
+        ("", "[search]\nwhen = 1\n", "search.when", "unknown key"),
+    ],
+)
+def test_bad_artifacts_or_search_keys_are_one_line_errors(tmp_path, extra_build, search, key, expected):
+    path = write(tmp_path, recipe_text(build=BUILD + extra_build) + "\n" + search)
+    assert_one_line_error(load_error(path), path, key, expected)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from attrib.core.model import Direction, Verdict
+from attrib.core.model import DecisionRule, Direction, Verdict
 from attrib.core.stats import (
     SIGMA_FLOOR,
     SIGMA_UPPER_QUANTILE,
@@ -28,8 +28,10 @@ from attrib.core.stats import (
     oriented_logs,
     pooled_sigma,
     shift_estimate,
+    size_posterior,
     sprt,
     to_pct,
+    truncation_rounds,
 )
 from attrib.core.stats import TestConfig as SprtConfig  # a name pytest would not take for a test class
 from attrib.recipe import BLOCK_STATISTICS, BenchmarkSpec
@@ -428,8 +430,8 @@ def test_sprt_min_rounds_is_configurable() -> None:
     assert sprt(diffs, DELTA, DELTA, SprtConfig(min_rounds=7)).verdict is Verdict.BAD
 
 
-def test_sprt_on_the_fence_is_inconclusive_exactly_at_max_rounds() -> None:
-    config = SprtConfig()
+def test_open_sprt_on_the_fence_is_inconclusive_exactly_at_max_rounds() -> None:
+    config = SprtConfig(truncate=False)  # Wald's open test: the rule before truncation
     sigma = DELTA
     for n in range(1, config.max_rounds):
         d = sprt([DELTA / 2] * n, DELTA, sigma, config)
@@ -437,7 +439,46 @@ def test_sprt_on_the_fence_is_inconclusive_exactly_at_max_rounds() -> None:
     d = sprt([DELTA / 2] * config.max_rounds, DELTA, sigma, config)
     assert d.verdict is Verdict.INCONCLUSIVE
     assert d.rounds == config.max_rounds
-    assert sprt([DELTA / 2] * 12, DELTA, sigma, SprtConfig(max_rounds=12)).verdict is Verdict.INCONCLUSIVE
+    assert sprt([DELTA / 2] * 12, DELTA, sigma, SprtConfig(max_rounds=12, truncate=False)).verdict is Verdict.INCONCLUSIVE
+
+
+def test_truncated_sprt_decides_on_the_fence_at_the_truncation_point() -> None:
+    config = SprtConfig()
+    sigma = DELTA / 2
+    cut = truncation_rounds(sigma, DELTA, config)
+    assert config.min_rounds < cut < config.max_rounds
+    for n in range(1, cut):
+        assert sprt([DELTA / 2] * n, DELTA, sigma, config).verdict is None
+    # the fixed-sample rule's critical value is delta z_a / (z_a + z_b) = 0.57 delta at the defaults
+    d = sprt([0.6 * DELTA] * cut, DELTA, sigma, config)
+    assert (d.verdict, d.rule, d.rounds) == (Verdict.BAD, DecisionRule.TRUNCATION, cut)
+    d = sprt([DELTA / 2] * cut, DELTA, sigma, config)
+    assert (d.verdict, d.rule) == (Verdict.GOOD, DecisionRule.TRUNCATION)
+    # too noisy for the truncation point to fit under the cap: inconclusive at the cap
+    big = DELTA * 3
+    assert truncation_rounds(big, DELTA, config) > config.max_rounds
+    d = sprt([DELTA / 2] * config.max_rounds, DELTA, big, config)
+    assert (d.verdict, d.rule) == (Verdict.INCONCLUSIVE, DecisionRule.CAP)
+
+
+def test_size_check_holds_a_bad_verdict_until_the_size_is_settled() -> None:
+    config = SprtConfig().confirming()
+    sigma = DELTA / 2
+    # a clear 2-delta step: bad, and P(step >= delta) near 1 at once
+    d = sprt([2 * DELTA] * 5, DELTA, sigma, config)  # a confirmation keeps 5 rounds
+    assert d.verdict is Verdict.BAD and d.size_p > 0.95
+    # a step of exactly 0.8 delta: bad against 0, but its size stays unsettled for a while
+    assert sprt([0.8 * DELTA] * 6, DELTA, sigma, config).verdict is None
+    cut = truncation_rounds(sigma, DELTA, config)
+    d = sprt([0.8 * DELTA] * cut, DELTA, sigma, config)
+    # a smaller step, decided at the truncation point: not worse by the minimum change
+    assert d.verdict is Verdict.GOOD and d.smaller and d.size_p < 0.5
+
+
+def test_size_posterior_is_a_flat_prior_on_a_positive_effect() -> None:
+    assert size_posterior([1.0] * 4, 1.0, 1.0) == pytest.approx(0.5 / sps.norm.cdf(2.0))
+    assert size_posterior([], 1.0, 1.0) != size_posterior([], 1.0, 1.0)  # nan
+    assert size_posterior([-5.0] * 100, 1.0, 1.0) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_sprt_without_a_finite_sigma_keeps_measuring() -> None:

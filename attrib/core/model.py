@@ -15,6 +15,17 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "inconclusive"  # measured, but the sequential test hit its cap
 
 
+class DecisionRule(StrEnum):
+    """Which rule settled a comparison (docs/statistics.md)."""
+
+    SPRT = "sprt"  # the likelihood ratio crossed one of Wald's boundaries
+    TRUNCATION = "truncation"  # the truncation point: the fixed-sample rule decided
+    CAP = "cap"  # max_rounds came first (noise too high for this minimum change): inconclusive
+    SAME_ARTIFACT = "same_artifact"  # identical artifacts: the equal commit's verdict, no samples
+    BUDGET = "budget"  # the time budget ran out first: inconclusive
+    UNTESTABLE = "untestable"  # a build or the benchmark failed: skip
+
+
 class Status(StrEnum):
     """Outcome of a whole bisection. Exit codes live in cli.py."""
 
@@ -75,6 +86,7 @@ class UnresolvedCause(StrEnum):
     NOT_MEASURED = "not_measured"  # the search stopped after too many inconclusive tests
     UNBUILDABLE = "unbuildable"  # commits at the boundary cannot be built or run
     NOT_CONFIRMED = "not_confirmed"  # the direct comparison of the boundary did not say bad
+    OUT_OF_TIME = "out_of_time"  # the --budget ran out; rounds = comparisons left, seconds = their estimate
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,7 @@ class Cause:
     rounds: int = 0
     change_pct: float | None = None
     verdict: Verdict | None = None
+    seconds: float | None = None  # OUT_OF_TIME: estimated time to settle what is open
 
 
 class VerifyMode(StrEnum):

@@ -14,8 +14,18 @@ The rule (docs/statistics.md explains it at length):
   one wild round cannot decide alone. sigma is pooled over every paired set measured so far
   and inflated to an upper confidence bound, because an underestimated sigma is what makes
   an SPRT overconfident.
-* A test needs at least `min_rounds` and stops at `max_rounds`; at the cap it answers
-  INCONCLUSIVE and the search decides what to do with that commit.
+* The SPRT is truncated (`truncation_rounds`): once a test has run 1.5x the rounds a
+  fixed-sample test with the same error rates needs at its sigma, it decides by that
+  fixed-sample rule (the mean shift against delta z_a / (z_a + z_b)). That bounds the rounds at
+  every true effect, the indifference zone between 0 and delta included, where Wald's test
+  drifts nowhere. Only when even that point lies beyond `max_rounds` (the noise is too high
+  for this minimum change) does the test answer INCONCLUSIVE at the cap.
+* A test needs at least `min_rounds` (`known_min_rounds` once earlier tests have pinned the
+  noise down). Which rule decided is part of the `Decision` (`DecisionRule`).
+* The search sizes every "bad" (`size_check`): P(effect >= delta | its shifts) under a flat
+  prior on a positive effect (`size_posterior`); the test goes on until that is settled or the
+  truncation point, and a step with P < 1/2 is a *smaller step*: verdict GOOD (not worse by
+  the minimum change) with `smaller` set; at a boundary's confirmation it is reported apart.
 
 The whole sequential-test policy lives here, so the evaluation stage only feeds rounds in:
 how a block is summarised (`block_level`, `block_shift`), which sigma a test uses
@@ -35,18 +45,23 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import chdtri  # scipy.stats costs a second of start-up; this is enough
 
-from attrib.core.model import BlockStatistic, Direction, Verdict
+from attrib.core.model import BlockStatistic, DecisionRule, Direction, Verdict
 
 DEFAULT_ALPHA = 0.001  # P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
 DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
-DEFAULT_MIN_ROUNDS = 5
+DEFAULT_MIN_ROUNDS = 3  # before the noise is known: the first test's sigma bound is wide anyway
+KNOWN_MIN_ROUNDS = 2  # once earlier tests give the pooled sigma this many degrees of freedom:
+KNOWN_NOISE_DOF = 12  # two rounds are then enough to cross a boundary at a clear effect
 DEFAULT_MAX_ROUNDS = 60  # real machines have noisy spells: 40 left no-change tests undecided in CI
+TRUNCATION_FACTOR = 1.5  # truncate at this many times the fixed-sample test's rounds (see sprt)
+SIZE_SETTLED = 0.05  # a size check goes on until P(effect >= delta) is below this or above 1 - it
+SIZE_AT_LEAST = 0.5  # settled or truncated, a step with P(effect >= delta) below this is a smaller step
 CLIP_SIGMAS = 3.0  # one round moves the likelihood ratio by at most this many sigmas' worth
 SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite ratios
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound
 WINSOR_SCALES = 4.0  # residuals further than this many robust scales are pulled in before pooling
 WINSOR_MIN_RESIDUALS = 20
-CONFIRM_MIN_ROUNDS_FACTOR = 2  # a confirmation also sizes the culprit's CI: it gets more rounds
+CONFIRM_MIN_ROUNDS = 5  # a confirmation's estimate is the culprit's change and CI: not from 2 rounds
 EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
 DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
 DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
@@ -59,10 +74,16 @@ class TestConfig:
     beta: float = DEFAULT_BETA
     min_rounds: int = DEFAULT_MIN_ROUNDS
     max_rounds: int = DEFAULT_MAX_ROUNDS
+    known_min_rounds: int = KNOWN_MIN_ROUNDS  # min rounds once the pooled noise is known
+    truncate: bool = True  # False: Wald's open SPRT, inconclusive at max_rounds (the old rule)
+    size_check: bool = False  # a confirmation: also settle whether the step is >= delta
 
     def confirming(self) -> TestConfig:
-        """The direct comparison of a boundary: more rounds, because its CI is the culprit's."""
-        return replace(self, min_rounds=self.min_rounds * CONFIRM_MIN_ROUNDS_FACTOR)
+        """The direct comparison of a boundary: it sizes the step (culprit or smaller step), and
+        its rounds are the culprit's estimate, so it keeps CONFIRM_MIN_ROUNDS even with the
+        noise known."""
+        floor = min(max(self.min_rounds, CONFIRM_MIN_ROUNDS), self.max_rounds)
+        return replace(self, size_check=True, min_rounds=floor, known_min_rounds=floor)
 
     def extended(self) -> TestConfig:
         """An inconclusive test that decides the boundary continues up to this cap."""
@@ -83,6 +104,9 @@ class Decision:
     llr: float
     rounds: int
     sigma: float
+    rule: DecisionRule | None = None  # what decided; None while measuring
+    size_p: float = math.nan  # P(effect >= delta | shifts), for a size-checked BAD
+    smaller: bool = False  # worse than 0, but the size check puts it below delta: verdict GOOD
 
 
 def oriented_logs(samples: Sequence[float], direction: Direction) -> np.ndarray:
@@ -148,27 +172,95 @@ def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     return 1.4826 * float(np.median(np.abs(arr - np.median(arr))))
 
 
+def fixed_sample_rounds(sigma: float, delta: float, config: TestConfig) -> float:
+    """Rounds a fixed-sample one-sided z-test of 0 against delta needs for (alpha, beta)."""
+    z = NormalDist().inv_cdf(1 - config.alpha) + NormalDist().inv_cdf(1 - config.beta)
+    return (z * sigma / delta) ** 2
+
+
+def truncation_rounds(sigma: float, delta: float, config: TestConfig) -> int:
+    """Where the truncated SPRT stops at the latest: TRUNCATION_FACTOR x the fixed-sample rounds.
+
+    At that many rounds the fixed-sample rule's own error rates are far below alpha and beta
+    (z scaled by sqrt(1.5)), so the truncation adds little to the SPRT's errors
+    (docs/statistics.md measures the sum)."""
+    if not math.isfinite(sigma) or delta <= 0:
+        return config.max_rounds + 1
+    return max(config.min_rounds, math.ceil(TRUNCATION_FACTOR * fixed_sample_rounds(sigma, delta, config)))
+
+
+def truncation_threshold(delta: float, config: TestConfig) -> float:
+    """The fixed-sample rule's critical mean shift: it splits delta as z_alpha : z_beta."""
+    za, zb = NormalDist().inv_cdf(1 - config.alpha), NormalDist().inv_cdf(1 - config.beta)
+    return delta * za / (za + zb)
+
+
+def size_posterior(z: Sequence[float] | np.ndarray, sigma: float, delta: float) -> float:
+    """P(effect >= delta | shifts) for a step that exists: normal likelihood of the mean shift
+    (standard error sigma / sqrt(n)), flat prior on a positive effect. The composite
+    alternative behind a culprit's size: an effect anywhere in (0, delta) is a smaller step."""
+    arr = np.asarray(z, dtype=float)
+    if arr.size == 0 or not math.isfinite(sigma) or sigma <= 0:
+        return math.nan
+    m, se = float(arr.mean()), sigma / math.sqrt(arr.size)
+    nd = NormalDist()
+    above0 = nd.cdf(m / se)
+    if above0 <= 0:
+        return 0.0
+    return min(1.0, nd.cdf((m - delta) / se) / above0)
+
+
 def sprt(
     diffs: Sequence[float],
     delta: float,
     sigma: float,
     config: TestConfig,
+    min_rounds: int | None = None,
 ) -> Decision:
-    """Wald's SPRT of mean 0 (GOOD) against mean `delta` (BAD) on per-round paired shifts."""
+    """Wald's SPRT of mean 0 (GOOD) against mean `delta` (BAD) on per-round paired shifts,
+    truncated at `truncation_rounds` with the fixed-sample rule (unless config.truncate is off).
+
+    With config.size_check a BAD verdict waits until the step's size is settled
+    (`size_posterior` outside SIZE_SETTLED..1-SIZE_SETTLED) or the truncation point."""
     n = len(diffs)
     if n == 0 or not math.isfinite(sigma):
         return Decision(None, 0.0, n, sigma)
     z = np.clip(np.asarray(diffs, dtype=float), -CLIP_SIGMAS * sigma, delta + CLIP_SIGMAS * sigma)
     llr = float(delta / sigma**2 * np.sum(z - delta / 2))
+    floor = config.min_rounds if min_rounds is None else min_rounds
+    if n < floor:
+        return Decision(None, llr, n, sigma)
+    cut = truncation_rounds(sigma, delta, config) if config.truncate else config.max_rounds + 1
+    at_cut = cut <= config.max_rounds and n >= cut
     verdict: Verdict | None = None
-    if n >= config.min_rounds:
-        if llr >= config.upper:
-            verdict = Verdict.BAD
-        elif llr <= config.lower:
-            verdict = Verdict.GOOD
-        elif n >= config.max_rounds:
-            verdict = Verdict.INCONCLUSIVE
-    return Decision(verdict, llr, n, sigma)
+    rule: DecisionRule | None = None
+    if llr >= config.upper:
+        verdict, rule = Verdict.BAD, DecisionRule.SPRT
+    elif llr <= config.lower:
+        verdict, rule = Verdict.GOOD, DecisionRule.SPRT
+    elif at_cut:
+        rule = DecisionRule.TRUNCATION
+        verdict = Verdict.BAD if float(z.mean()) >= truncation_threshold(delta, config) else Verdict.GOOD
+    elif n >= config.max_rounds:
+        verdict, rule = Verdict.INCONCLUSIVE, DecisionRule.CAP
+    size_p = math.nan
+    if config.size_check and verdict is Verdict.BAD:
+        size_p = size_posterior(z, sigma, delta)
+        settled = not SIZE_SETTLED < size_p < 1 - SIZE_SETTLED
+        if not settled and not at_cut and n < config.max_rounds:
+            return Decision(None, llr, n, sigma, None, size_p)
+        if size_p < SIZE_AT_LEAST:
+            return Decision(Verdict.GOOD, llr, n, sigma, rule, size_p, smaller=True)
+    return Decision(verdict, llr, n, sigma, rule, size_p)
+
+
+def size_log_odds(size_p: float, bound: float = 50.0) -> float:
+    """log P(effect >= delta) / P(effect < delta): a size-checked comparison's evidence for the
+    posterior over where the change is (a composite alternative: (0, delta) counts as no change)."""
+    if size_p != size_p:
+        return math.nan
+    p = min(max(size_p, math.exp(-bound)), 1 - math.exp(-bound))
+    return math.log(p / (1 - p))
 
 
 def running_sigma(diffs: Sequence[float], history: Iterable[Sequence[float]], config: TestConfig) -> float:
@@ -182,11 +274,18 @@ def running_sigma(diffs: Sequence[float], history: Iterable[Sequence[float]], co
     return sigma
 
 
+def known_noise(history: Iterable[Sequence[float]]) -> bool:
+    """Whether earlier paired sets pin sigma down well enough for the lower minimum rounds."""
+    return sum(max(0, len(h) - 1) for h in history) >= KNOWN_NOISE_DOF
+
+
 def decide(
-    diffs: Sequence[float], history: Iterable[Sequence[float]], delta: float, config: TestConfig
+    diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig
 ) -> Decision:
-    """One step of a running sequential test: the policy's sigma, then the SPRT."""
-    return sprt(diffs, delta, running_sigma(diffs, history, config), config)
+    """One step of a running sequential test: the policy's sigma and minimum rounds, then the
+    truncated SPRT."""
+    floor = min(config.min_rounds, config.known_min_rounds) if known_noise(history) else config.min_rounds
+    return sprt(diffs, delta, running_sigma(diffs, history, config), config, min_rounds=floor)
 
 
 def level_drift(levels: Sequence[float]) -> float | None:
@@ -207,8 +306,12 @@ class Estimate:
     n: int
 
 
-def shift_estimate(diffs: Sequence[float], level: float = 0.95) -> Estimate:
-    """One-sample Hodges-Lehmann estimate (median of Walsh averages) with the signed-rank CI."""
+def shift_estimate(diffs: Sequence[float], level: float = 0.95, sigma: float | None = None) -> Estimate:
+    """One-sample Hodges-Lehmann estimate (median of Walsh averages) with the signed-rank CI.
+
+    With `sigma` (the test's per-round sigma) the interval is widened to cover the normal one,
+    mean +- z sigma / sqrt(n), too: a test decided in 2 or 3 rounds has no 95 % signed-rank
+    interval at all (its Walsh averages span less), and its culprit's CI must not pretend to."""
     d = np.sort(np.asarray(diffs, dtype=float))
     n = d.size
     if n == 0:
@@ -219,7 +322,11 @@ def shift_estimate(diffs: Sequence[float], level: float = 0.95) -> Estimate:
     z = NormalDist().inv_cdf(0.5 + level / 2)
     k = n * (n + 1) / 4 - z * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     k_idx = int(min(max(math.floor(k), 0), (m - 1) // 2))
-    return Estimate(float(np.median(walsh)), float(walsh[k_idx]), float(walsh[m - 1 - k_idx]), n)
+    low, high = float(walsh[k_idx]), float(walsh[m - 1 - k_idx])
+    if sigma is not None and math.isfinite(sigma) and sigma > 0:
+        half = z * sigma / math.sqrt(n)
+        low, high = min(low, float(d.mean()) - half), max(high, float(d.mean()) + half)
+    return Estimate(float(np.median(walsh)), low, high, n)
 
 
 def to_pct(shift: float, direction: Direction) -> float:

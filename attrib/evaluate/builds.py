@@ -1,6 +1,7 @@
 """Builds, cached by (commit tree, recipe [build] section, executor identity).
 
-A build is a checkout plus the recipe's build commands run in it. Its record is written only
+A build is a checkout plus the recipe's build commands run in it; with `[build] artifacts` its
+record also carries the content digest of what the benchmark runs (evaluate/artifacts.py). Its record is written only
 after the build has finished, atomically, so an interrupted build is simply redone. A failed
 build is cached too: bisecting the same range again neither rebuilds nor retries it.
 """
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from attrib.core.model import CommitInfo
+from attrib.evaluate.artifacts import hash_artifacts
 from attrib.evaluate.executors import Executor
 from attrib.fsutil import atomic_write_text, file_lock
 from attrib.gitrepo import Mirror
@@ -33,6 +35,8 @@ class BuildRecord:
     checkout: str
     duration_s: float
     cached: bool = False
+    artifact: str = ""  # content digest of the [build] artifacts; "" when none are declared
+    artifact_files: tuple[tuple[str, str], ...] = ()  # (path, sha256) of each artifact file
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         try:
@@ -69,7 +73,8 @@ class Builder:
     def _load(self, record_path: Path) -> BuildRecord | None:
         try:
             data = json.loads(record_path.read_text())
-            record = BuildRecord(**{**data, "cached": True})
+            files = tuple(tuple(f) for f in data.pop("artifact_files", ()))
+            record = BuildRecord(**{**data, "cached": True, "artifact_files": files})
         except (OSError, ValueError, TypeError):
             return None
         if record.ok and not Path(record.checkout).is_dir():
@@ -98,6 +103,17 @@ class Builder:
                 if reason:
                     log.write(f"\n# build failed: {reason}\n")
                     break
+        artifact, files = "", ()
+        if not reason and self.spec.artifacts:
+            hashed = hash_artifacts(checkout, self.spec.artifacts)
+            if isinstance(hashed, str):
+                reason = hashed  # the benchmark would run something else: untestable, said once
+                with open(log_path, "a", encoding="utf-8") as log:
+                    log.write(f"\n# build failed: {reason}\n")
+            else:
+                artifact, files = hashed.digest, hashed.files
         if reason:
             self.mirror.discard(checkout)  # an unusable checkout is only disk used
-        return BuildRecord(key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), total)
+        return BuildRecord(
+            key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), total, False, artifact, files
+        )

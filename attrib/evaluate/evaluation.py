@@ -9,11 +9,22 @@ the result can show every sample.
 What it must never do: choose which commits to test (that is the search driver,
 bisection.py), or hold statistical policy of its own (sigma, clipping, caps: core/stats.py).
 A build or benchmark failure is that commit's SKIP, never an exception out of here.
+
+Same artifact, same verdict: a candidate whose artifacts (`[build] artifacts`, or the runner's
+own, e.g. the cupy runner's compiled module) are identical to its reference's is good-like, and
+one identical to a commit already decided against the same reference takes that verdict; both
+with zero samples (`Comparison.same_artifact_as`). When two artifacts differ only by an
+embedded timestamp or build path, that is reported (`artifact_notes`), never hidden.
+
+It also keeps the wall time of each phase (build, measure, everything else) and stops measuring
+at a deadline (`--budget`): what is then still open is INCONCLUSIVE by DecisionRule.BUDGET.
 """
 
 from __future__ import annotations
 
+import math
 import random
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from attrib.core.model import CommitInfo, Purpose, Verdict
+from attrib.core.model import CommitInfo, DecisionRule, Purpose, Verdict
 from attrib.core.stats import (
     Estimate,
     TestConfig,
@@ -33,14 +44,20 @@ from attrib.core.stats import (
     min_change_shift,
     oriented_logs,
     shift_estimate,
+    size_log_odds,
     to_pct,
 )
+from attrib.evaluate.artifacts import Artifacts, ArtifactTrap, diagnose
 from attrib.evaluate.builds import BuildRecord
 from attrib.evaluate.runners import Runner, RunResult
 from attrib.events import Events, NullEvents
 from attrib.recipe import BenchmarkSpec
 
 MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
+SAME_ARTIFACT_LLR = 50.0  # identical bytes: as good as certain, but finite for the posterior
+# Purposes whose verdict against a reference a byte-identical commit may take over. A retest
+# never takes another commit's verdict (that is what is in doubt), only "same as the reference".
+_SHAREABLE = (Purpose.PREFLIGHT, Purpose.PROBE, Purpose.EXTEND, Purpose.REMAINING, Purpose.RETEST)
 
 
 class CommitSource(Protocol):
@@ -68,6 +85,40 @@ class Comparison:
     sigma: float
     estimate: Estimate
     reason: str = ""  # why it is a skip
+    rule: DecisionRule | None = None  # which rule decided (core/stats.py)
+    size_p: float = math.nan  # confirmations: P(step >= the minimum change | its shifts)
+    same_artifact_as: str | None = None  # decided with zero samples: identical artifacts to this commit
+    samples: int = 0  # samples drawn for it (candidate and reference, in its rounds)
+    smaller: bool = False  # worse, but below the minimum change (verdict GOOD)
+
+    @property
+    def evidence(self) -> float:
+        """Log-odds that the candidate is worse by the minimum change: the size check's when
+        it ran (composite alternative), else the SPRT's LLR."""
+        lo = size_log_odds(self.size_p)
+        return self.llr if lo != lo else lo
+
+
+@dataclass(frozen=True)
+class ArtifactNote:
+    """Two builds whose artifacts differ only in bytes that are no code (a reproducibility trap)."""
+
+    a: str
+    b: str
+    traps: tuple[ArtifactTrap, ...]
+
+
+@dataclass
+class PhaseTimes:
+    """Wall seconds per phase: what the budget is spent on, and attrib's own share (decide)."""
+
+    build_s: float = 0.0
+    measure_s: float = 0.0  # inside the runner: the benchmark itself
+    decide_s: float = 0.0  # everything else in comparisons: attrib's overhead
+    comparisons: int = 0  # measured comparisons (zero-sample ones excluded)
+
+    def overhead_per_comparison(self) -> float:
+        return self.decide_s / self.comparisons if self.comparisons else 0.0
 
 
 @dataclass
@@ -79,6 +130,7 @@ class CommitRecord:
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
     nodes: list[str] = field(default_factory=list)  # per usable run, the node it ran on (slurm; "" here)
+    artifact: str | None = None  # content digest of what its benchmark runs; None: not known (yet)
 
 
 @dataclass(frozen=True)
@@ -101,6 +153,8 @@ class Evaluation:
         *,
         build_width: int = 1,
         round_context: Callable[[], AbstractContextManager[object]] | None = None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.commits = commits
         self.round_context = round_context or nullcontext  # Executor.round: one round, one machine
@@ -115,6 +169,15 @@ class Evaluation:
         self.records: dict[str, CommitRecord] = {}
         self.comparisons: list[Comparison] = []
         self.rounds = 0  # measurement rounds, in sequence: what parallel probing shortens
+        self.deadline = deadline  # clock() value after which no further round starts
+        self.clock = clock
+        self.times = PhaseTimes()
+        self.artifact_notes: list[ArtifactNote] = []
+        self._diagnosed: set[frozenset[str]] = set()
+
+    @property
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
 
     # --- builds and single runs -----------------------------------------------------------
 
@@ -127,9 +190,75 @@ class Evaluation:
         rec = self.record(sha)
         if rec.build is None:
             self.events.build_started(rec.info)
+            start = self.clock()
             rec.build = self.builder.build(rec.info)
+            self.times.build_s += self.clock() - start
             self.events.build_finished(rec.info, rec.build)
         return rec.build
+
+    def artifact(self, sha: str) -> str | None:
+        """What the commit's benchmark runs, by content: the build's declared artifacts, else
+        the runner's own (the cupy runner's compiled module), else None (not known)."""
+        rec = self.record(sha)
+        if rec.artifact is None and rec.build is not None and rec.build.ok:
+            own = getattr(self.runner, "artifact", None)
+            rec.artifact = rec.build.artifact or (own(Path(rec.build.checkout)) if callable(own) else None) or ""
+        return rec.artifact or None
+
+    def stand_in(self, sha: str) -> str:
+        """A measured commit with the same artifact as `sha` (itself if none): a confirmation
+        against it measures the same bytes without measuring one more commit."""
+        art = self.artifact(sha)
+        if art is not None:
+            for other, rec in self.records.items():
+                if rec.samples and rec.artifact == art:
+                    return other
+        return sha
+
+    def _twin(self, cand: str, reference: str, purpose: Purpose) -> Comparison | None:
+        """An earlier verdict that a byte-identical commit settles `cand` with (see module doc)."""
+        art = self.artifact(cand)
+        if art is None:
+            return None
+        if self.artifact(reference) == art:
+            return Comparison(
+                cand, reference, purpose, Verdict.GOOD, (), -SAME_ARTIFACT_LLR, 0.0, shift_estimate([0.0]),
+                rule=DecisionRule.SAME_ARTIFACT, same_artifact_as=reference,
+            )
+        ref_art = self.artifact(reference)
+        for c in reversed(self.comparisons):
+            if (
+                (c.reference == reference or (ref_art is not None and self.artifact(c.reference) == ref_art))
+                and c.candidate != cand
+                and c.purpose in _SHAREABLE
+                and c.verdict in (Verdict.GOOD, Verdict.BAD)
+                and self.artifact(c.candidate) == art
+            ):
+                if purpose is Purpose.RETEST:
+                    return None  # asked for fresh rounds: the twin's verdict is what is in doubt
+                # The same bytes on both sides: the twin's shifts are this comparison's evidence
+                # (and a culprit's estimate); they are not pooled into sigma twice (see compare).
+                return Comparison(
+                    cand, reference, purpose, c.verdict, c.diffs, c.llr, c.sigma, c.estimate,
+                    rule=DecisionRule.SAME_ARTIFACT, size_p=c.size_p, smaller=c.smaller,
+                    same_artifact_as=c.same_artifact_as or c.candidate,
+                )
+        return None
+
+    def _note_traps(self, a: str, b: str) -> None:
+        """Differing artifacts: say so once per pair when the difference is a known trap."""
+        pair = frozenset((a, b))
+        ra, rb = self.record(a).build, self.record(b).build
+        if pair in self._diagnosed or ra is None or rb is None or not ra.artifact_files or not rb.artifact_files:
+            return
+        self._diagnosed.add(pair)
+        if ra.artifact == rb.artifact:
+            return
+        traps = diagnose(
+            Path(ra.checkout), Path(rb.checkout), Artifacts(ra.artifact, ra.artifact_files), Artifacts(rb.artifact, rb.artifact_files)
+        )
+        if traps:
+            self.artifact_notes.append(ArtifactNote(a, b, traps))
 
     def build_all(self, shas: Sequence[str]) -> None:
         """Build several commits, concurrently up to build_width (builds are independent)."""
@@ -144,7 +273,9 @@ class Evaluation:
     def measure(self, sha: str) -> RunResult:
         rec = self.record(sha)
         assert rec.build is not None and rec.build.ok
+        start = self.clock()
         result = self.runner.run(Path(rec.build.checkout))
+        self.times.measure_s += self.clock() - start
         rec.excluded.update(result.excluded)
         if result.ok:
             rec.nodes.append(result.node)
@@ -172,6 +303,7 @@ class Evaluation:
         `resume` continues earlier tests from their shifts (give a config with a higher cap)."""
         config = config or self.config
         self.build_all([reference, *candidates])
+        started, measured_before = self.clock(), self.times.measure_s
         results: dict[str, Comparison] = {}
         for cand in candidates:
             for sha in (reference, cand):
@@ -179,7 +311,14 @@ class Evaluation:
                 if build is not None and not build.ok and cand not in results:
                     why = f"{self.record(sha).info.short} did not build: {build.reason}"
                     results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, [], 0.0, 0.0, why)
+            if cand not in results and not resume:
+                twin = self._twin(cand, reference, purpose)
+                if twin is not None:
+                    results[cand] = self._keep(twin)
+                else:
+                    self._note_traps(cand, reference)
         active = [c for c in dict.fromkeys(candidates) if c not in results]
+        measuring = bool(active)
         diffs: dict[str, list[float]] = {c: list((resume or {}).get(c, ())) for c in active}
         failures: Counter[str] = Counter()
         successes: Counter[str] = Counter()
@@ -188,20 +327,33 @@ class Evaluation:
             # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
             return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
 
-        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2]
+        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2 and not c.same_artifact_as]
         ref = self.record(reference)
+        drawn: Counter[str] = Counter()
         while active:
+            if self.out_of_time:
+                for cand in active:
+                    results[cand] = self._finish(
+                        cand, reference, purpose, Verdict.INCONCLUSIVE, diffs[cand], 0.0, 0.0,
+                        rule=DecisionRule.BUDGET, samples=drawn[cand],
+                    )
+                break
             order = [reference, *active]
             self.rng.shuffle(order)  # order-balanced on average: no side always runs first
             with self.round_context():  # slurm: one allocation on one node, so the pairing holds
                 runs = {sha: self.measure(sha) for sha in order}
             self.rounds += 1
+            for sha in active:
+                drawn[sha] += len(runs[sha].samples) + len(runs[reference].samples)
             if not runs[reference].ok:
                 failures[reference] += 1
                 if hopeless(reference):
                     why = f"the reference {ref.info.short}'s benchmark failed {failures[reference]} times: {runs[reference].error}"
                     for cand in active:
-                        results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
+                        results[cand] = self._finish(
+                            cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why,
+                            rule=DecisionRule.UNTESTABLE, samples=drawn[cand],
+                        )
                     break
                 continue
             successes[reference] += 1
@@ -212,7 +364,10 @@ class Evaluation:
                     failures[cand] += 1
                     if hopeless(cand):
                         why = f"{self.record(cand).info.short}'s benchmark failed {failures[cand]} times: {run.error}"
-                        results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why)
+                        results[cand] = self._finish(
+                            cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why,
+                            rule=DecisionRule.UNTESTABLE, samples=drawn[cand],
+                        )
                         active.remove(cand)
                     continue
                 successes[cand] += 1
@@ -222,8 +377,14 @@ class Evaluation:
                 cand_rec = self.record(cand)
                 self.events.round_done(cand_rec.info, ref.info, len(d), decision.llr, len(cand_rec.samples) + len(ref.samples))
                 if decision.verdict is not None:
-                    results[cand] = self._finish(cand, reference, purpose, decision.verdict, d, decision.llr, decision.sigma)
+                    results[cand] = self._finish(
+                        cand, reference, purpose, decision.verdict, d, decision.llr, decision.sigma,
+                        rule=decision.rule, size_p=decision.size_p, samples=drawn[cand], smaller=decision.smaller,
+                    )
                     active.remove(cand)
+        if measuring:
+            self.times.comparisons += 1
+            self.times.decide_s += (self.clock() - started) - (self.times.measure_s - measured_before)
         return [results[c] for c in candidates]
 
     def _finish(
@@ -236,12 +397,37 @@ class Evaluation:
         llr: float,
         sigma: float,
         reason: str = "",
+        *,
+        rule: DecisionRule | None = None,
+        size_p: float = math.nan,
+        samples: int = 0,
+        smaller: bool = False,
     ) -> Comparison:
-        comp = Comparison(candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs), reason)
+        if verdict is Verdict.SKIP and rule is None:
+            rule = DecisionRule.UNTESTABLE
+        comp = Comparison(
+            candidate, reference, purpose, verdict, tuple(diffs), llr, sigma, shift_estimate(diffs, sigma=sigma or None), reason,
+            rule, size_p, None, samples, smaller,
+        )
+        return self._keep(comp)
+
+    def _keep(self, comp: Comparison) -> Comparison:
         self.comparisons.append(comp)
-        detail = reason or f"{len(diffs)} rounds, LLR {llr:+.2f}"
-        self.events.verdict(self.record(candidate).info, self.record(reference).info, verdict, detail)
+        if comp.same_artifact_as:
+            detail = f"same binary as {self.record(comp.same_artifact_as).info.short}, no samples"
+        else:
+            rule = f", {comp.rule.value}" if comp.rule else ""
+            rule += f", smaller than the minimum (P(>= min) = {comp.size_p:.2f})" if comp.smaller else ""
+            detail = comp.reason or f"{len(comp.diffs)} rounds, LLR {comp.llr:+.2f}{rule}"
+        self.events.verdict(self.record(comp.candidate).info, self.record(comp.reference).info, comp.verdict, detail)
         return comp
+
+    def samples_saved(self) -> int:
+        """Samples the zero-sample (same artifact) verdicts did not draw, at the mean cost of a
+        measured comparison of this bisection: an estimate, labelled as one in the report."""
+        measured = [c.samples for c in self.comparisons if c.samples and c.rule is not DecisionRule.BUDGET]
+        shortcuts = sum(1 for c in self.comparisons if c.same_artifact_as)
+        return round(shortcuts * sum(measured) / len(measured)) if measured and shortcuts else 0
 
     # --- what the measurements say beyond verdicts ---------------------------------------
 

@@ -281,6 +281,45 @@ def _raw_counts(result: BisectResult) -> list[str]:
     return out + ["", "</details>", ""]
 
 
+def _spent_where_it_decides(result: BisectResult) -> list[str]:
+    """Smaller steps, what was not measured or built and why, time per phase."""
+    out: list[str] = []
+    for st in result.smaller_steps:
+        change = f"{st.change_pct:+.2f} % {_fmt_ci(st.ci_pct)}" if st.change_pct is not None else "a step"
+        size = f"{st.size_p:.2f}" if st.size_p is not None else "unknown"
+        out += [
+            f"## Smaller step: `{st.commit[:10]}` (not a culprit)",
+            "",
+            f"- {change} against `{st.compared_with[:10]}`; "
+            f"P(at least the minimum change) = {size}, so it is reported, not blamed",
+            "",
+        ]
+    lines = []
+    if result.same_artifact:
+        lines.append(
+            f"- {len(result.same_artifact)} comparison(s) settled by identical artifacts (same binary as an already decided commit), "
+            f"about {result.samples_saved_estimate} samples saved (estimate: their count x the mean measured comparison)"
+        )
+    if result.untouched:
+        lines.append(f"- not built: {len(result.untouched)} commit(s) touch none of the recipe's [search] paths")
+    for n in result.artifact_notes:
+        lines.append(
+            f"- artifacts of `{n.a[:10]}` and `{n.b[:10]}` differ only by an embedded {' and '.join(n.traps)}: "
+            "they were measured as different builds; a reproducible build (docs/recipes.md) would have saved that"
+        )
+    t = result.phase_times_s
+    if t.build or t.measure or t.decide:
+        lines.append(
+            f"- wall time: build {t.build:.1f} s, measure {t.measure:.1f} s, attrib's own {t.decide:.2f} s "
+            f"({t.decide_per_comparison:.3f} s per comparison)"
+        )
+    if result.out_of_time:
+        lines.append("- the time budget ran out: see the unresolved range for what more time would settle")
+    if lines:
+        out += ["## Where the work went", "", *lines, ""]
+    return out
+
+
 def render_markdown(result: BisectResult, plot: str | None = None, figure: str | None = None) -> str:
     """The report. `plot` is where the PNG is (a path relative to the report, or a URL); without
     one the sparkline is the only picture. `figure`, a line of markdown, stands where the plot's
@@ -318,6 +357,7 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
             f"- what would resolve it: {resolve_text(u, result.settings)}",
             "",
         ]
+    out += _spent_where_it_decides(result)
     if result.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
     culprit_shas = {c.commit for c in result.culprits}
@@ -334,6 +374,9 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
             verdict = f"{verdict} ({row.role.value} ref)"
         if row.commit in culprit_shas:
             verdict = f"**{verdict}, culprit**"
+        twin = result.same_artifact.get(row.commit)
+        if twin:
+            verdict = f"{verdict}, same binary as `{twin[:10]}`"
         out.append(
             f"| `{row.commit[:10]}` | {_cell(row.subject)} | {verdict} | {vs} | {row.samples} | "
             f"{_fmt_value(row.median, unit)} |"

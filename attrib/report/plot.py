@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
-from attrib.core.model import Verdict
+from attrib.core.model import Purpose, Verdict
 from attrib.result.types import BisectResult, CommitRow, Role
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
@@ -81,8 +82,11 @@ def render_plot(result: BisectResult, path: Path) -> Path:
     factor, unit = _scale(result.unit, everything)
     culprits = {c.commit for c in result.culprits}
     width, height = PLOT_SIZE_PX
-    fig, ax = plt.subplots(figsize=(width / PLOT_DPI, height / PLOT_DPI), dpi=PLOT_DPI)
+    fig, (ax, side) = plt.subplots(
+        1, 2, figsize=(width / PLOT_DPI, height / PLOT_DPI), dpi=PLOT_DPI, gridspec_kw={"width_ratios": [3, 1]}
+    )
     try:
+        _paired_shifts(side, result)
         for role, color in ((Role.GOOD, "tab:green"), (Role.BAD, "tab:red")):
             ref = next((row for row in rows if row.role is role), None)
             if ref is not None:
@@ -125,9 +129,36 @@ def render_plot(result: BisectResult, path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", fontsize=7)
-        fig.subplots_adjust(left=0.08, right=0.99, top=0.92, bottom=0.25)
+        fig.subplots_adjust(left=0.07, right=0.99, top=0.92, bottom=0.25, wspace=0.25)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=PLOT_DPI, format="png")
     finally:
         plt.close(fig)
     return path
+
+
+PAIRED_PURPOSES = (Purpose.PREFLIGHT, Purpose.PROBE, Purpose.RETEST, Purpose.EXTEND, Purpose.CONFIRM)
+
+
+def _paired_shifts(ax: Any, result: BisectResult) -> None:
+    """Each measured comparison's paired change against its own reference, with its 95 %
+    interval. Pooled levels drift with the machine; a paired shift does not, so two
+    byte-identical binaries never look like a step here."""
+    comps = [c for c in result.comparisons if c.purpose in PAIRED_PURPOSES and c.change_pct is not None and c.ci_pct]
+    culprits = {c.commit for c in result.culprits}
+    for y, c in enumerate(comps):
+        assert c.change_pct is not None and c.ci_pct is not None
+        lo, hi = c.ci_pct
+        color = "tab:red" if c.candidate in culprits and c.purpose is Purpose.CONFIRM else "tab:blue"
+        ax.errorbar(c.change_pct, y, xerr=[[c.change_pct - lo], [hi - c.change_pct]], fmt="o", ms=3, color=color)
+    min_change = result.settings.min_change_pct
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    if min_change:
+        ax.axvline(min_change, color="tab:red", linestyle=":", linewidth=1, label=f"minimum change {min_change:g} %")
+        ax.legend(loc="lower right", fontsize=6)
+    ax.set_yticks(range(len(comps)))
+    ax.set_yticklabels([f"{c.candidate[:7]} vs {c.reference[:7]}" for c in comps], fontsize=6, family="monospace")
+    ax.invert_yaxis()
+    ax.set_xlabel("paired change vs its reference [%] (95 % CI)", fontsize=7)
+    ax.set_title("paired shifts", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)

@@ -31,6 +31,8 @@ def cause_why(cause: Cause, min_change_pct: float) -> str:
             last_good, culprit = cause.commits
             verdict = cause.verdict.value if cause.verdict is not None else "undecided"
             return f"the step {last_good[:10]} -> {culprit[:10]} was not confirmed ({verdict})"
+        case UnresolvedCause.OUT_OF_TIME:
+            return f"the time budget ran out with {n} commit(s) still open"
     raise ValueError(f"unknown cause {cause.kind!r}")
 
 
@@ -49,6 +51,9 @@ def cause_resolve(cause: Cause, max_rounds: int) -> str:
             return f"a fixed build of {_shorts(cause.commits)}"
         case UnresolvedCause.NOT_CONFIRMED:
             return "more rounds for the confirmation, or a larger min_change_pct if the step is small"
+        case UnresolvedCause.OUT_OF_TIME:
+            more = f" (about {cause.seconds / 60:.0f} min more)" if cause.seconds is not None else ""
+            return f"about {cause.rounds} more comparisons{more}: a larger --budget, then bisect this range"
     raise ValueError(f"unknown cause {cause.kind!r}")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from attrib.core.model import Cause, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
+from attrib.core.model import Cause, DecisionRule, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
 
 RESULT_SCHEMA = 2
 
@@ -53,6 +53,11 @@ class ComparisonRecord:
     sigma: float
     reason: str = ""
     shifts: tuple[float, ...] = ()  # per-round oriented log shifts
+    rule: DecisionRule | None = None  # which rule decided (None in documents written before)
+    size_p: float | None = None  # P(change >= the minimum change), where the step was sized
+    smaller: bool = False  # confirmed, but below the minimum change: never a culprit
+    same_artifact_as: str | None = None  # settled with zero samples: byte-identical to this commit
+    samples: int = 0  # samples this comparison drew (both sides)
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class CulpritRecord:
     via_merge: str | None = None
     posterior: float | None = None
     range_posterior: float | None = None
+    size_p: float | None = None  # P(step >= the minimum change | the confirmation)
     revert: RevertRecord | None = None
     reproduce: str = ""
     # From a runner that inspects the built kernels (runners' `evidence`): metric -> (before,
@@ -214,6 +220,36 @@ class ExecutorInfo:
 
 
 @dataclass(frozen=True)
+class SmallerStepRecord:
+    """A confirmed step below the minimum change: reported apart, never a culprit."""
+
+    commit: str
+    compared_with: str
+    change_pct: float | None
+    ci_pct: tuple[float, float] | None
+    size_p: float | None
+
+
+@dataclass(frozen=True)
+class ArtifactNoteRecord:
+    """Two builds whose artifacts differ only by bytes that are no code (a reproducibility trap)."""
+
+    a: str
+    b: str
+    traps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PhaseTimesRecord:
+    """Wall seconds per phase; decide is attrib's own overhead."""
+
+    build: float = 0.0
+    measure: float = 0.0
+    decide: float = 0.0
+    decide_per_comparison: float = 0.0
+
+
+@dataclass(frozen=True)
 class DetectedChange:
     """A change point in nightly history that this bisection was queued for (daemon/nightly.py)."""
 
@@ -264,6 +300,15 @@ class BisectResult:
     environment: Environment = field(default_factory=Environment)
     error: str | None = None  # status error: what went wrong
     detected: tuple[DetectedChange, ...] = ()  # set when the job came from nightly history
+    # Where the work went (what was not measured and why):
+    smaller_steps: tuple[SmallerStepRecord, ...] = ()
+    untouched: tuple[str, ...] = ()  # commits touching none of [search] paths: never built
+    same_artifact: Mapping[str, str] = field(default_factory=dict)  # candidate -> byte-identical commit
+    artifacts: Mapping[str, str] = field(default_factory=dict)  # commit -> artifact digest
+    artifact_notes: tuple[ArtifactNoteRecord, ...] = ()
+    samples_saved_estimate: int = 0
+    phase_times_s: PhaseTimesRecord = field(default_factory=PhaseTimesRecord)
+    out_of_time: bool = False  # the --budget ran out before everything was settled
 
     kind = ResultKind.BISECT
 

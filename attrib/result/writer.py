@@ -27,6 +27,7 @@ from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
+    ArtifactNoteRecord,
     BisectResult,
     BuildFailure,
     BuildInfo,
@@ -39,10 +40,12 @@ from attrib.result.types import (
     Environment,
     ExecutorInfo,
     Machine,
+    PhaseTimesRecord,
     RecipeRef,
     RevertRecord,
     Role,
     Settings,
+    SmallerStepRecord,
     Tool,
     UnresolvedRange,
 )
@@ -100,7 +103,33 @@ def comparison_record(comp: Comparison, direction: Direction) -> ComparisonRecor
         sigma=comp.sigma,
         reason=comp.reason,
         shifts=tuple(round(d, 6) for d in comp.diffs),
+        rule=comp.rule,
+        size_p=_prob(comp.size_p),
+        smaller=comp.smaller,
+        same_artifact_as=comp.same_artifact_as,
+        samples=comp.samples,
     )
+
+
+def _where_the_work_went(outcome: Outcome, direction: Direction) -> dict[str, Any]:
+    """What was not measured and why, smaller steps, time per phase."""
+    t = outcome.times
+    smaller = []
+    for s in outcome.smaller_steps:
+        change, ci = _pct_ci(s.confirmation, direction) if s.confirmation.diffs else (None, None)
+        smaller.append(SmallerStepRecord(s.commit, s.last_good, change, ci, _prob(s.size_p)))
+    return {
+        "smaller_steps": tuple(smaller),
+        "untouched": tuple(outcome.untouched),
+        "same_artifact": {c.candidate: c.same_artifact_as for c in outcome.comparisons if c.same_artifact_as},
+        "artifacts": {sha: rec.artifact for sha, rec in outcome.commits.items() if rec.artifact},
+        "artifact_notes": tuple(ArtifactNoteRecord(n.a, n.b, tuple(str(x) for x in n.traps)) for n in outcome.artifact_notes),
+        "samples_saved_estimate": int(outcome.samples_saved),
+        "phase_times_s": PhaseTimesRecord(
+            round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4)
+        ),
+        "out_of_time": outcome.out_of_time,
+    }
 
 
 def _prob(p: float) -> float | None:
@@ -207,6 +236,7 @@ def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff
                 via_merge=c.via_merge,
                 posterior=_prob(c.posterior),
                 range_posterior=_prob(c.range_posterior),
+                size_p=_prob(c.size_p),
                 revert=_revert(c.revert, direction),
                 reproduce=compare_command(ctx, c.last_good, c.commit),
                 static_diff=None if diff is None or diff.unavailable else dict(diff.changed),
@@ -303,6 +333,7 @@ def build_result(
             for d in outcome.drift
         ),
         excluded_samples=dict(excluded),
+        **_where_the_work_went(outcome, direction),
         rounds=outcome.rounds,
         reproduce=reproduce_command(ctx, outcome.good, outcome.bad),
         settings=Settings(

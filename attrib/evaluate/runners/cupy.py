@@ -86,6 +86,15 @@ class CupyRunner:
         error = "" if samples else f"all {len(blocks)} blocks excluded ({excluded[0]})"
         return RunResult(samples, error, time.monotonic() - start, excluded)
 
+    def artifact(self, checkout: Path) -> str | None:
+        """The sha256 of the commit's compiled module (what the timed launches run), so the
+        evaluation can give identical binaries one verdict; None when it does not compile or
+        for static metrics (those are read off the compile, never sampled)."""
+        if self.cupy.metric != "time":
+            return None
+        prepared = self._prepare(checkout)
+        return None if prepared.error or prepared.compiled is None else prepared.compiled.digest
+
     @property
     def device(self) -> Any:
         if self._device is None:

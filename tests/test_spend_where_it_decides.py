@@ -1,0 +1,113 @@
+"""Issue 12 on simulated histories and real files: same artifact same verdict, smaller steps
+are never culprits, a time budget ends the search with its smallest proved range, and the
+artifact traps (timestamps, build paths) are recognised."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from attrib.bisection import Bisection
+from attrib.core.model import DecisionRule, Purpose, Status, UnresolvedCause, Verdict
+from attrib.core.stats import TestConfig
+from attrib.evaluate.artifacts import Artifacts, ArtifactTrap, diagnose, explain_difference, hash_artifacts
+from attrib.evaluate.evaluation import Evaluation
+from attrib.recipe import BenchmarkSpec
+from attrib.report.sentences import unresolved_text
+from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history, run_simulated
+
+NOISE = NoiseModel("gaussian", sigma=0.01)
+
+
+def test_identical_binaries_are_decided_without_samples():
+    changes = {9, 33, 61}  # the culprit (40) also changes the binary; every other commit is docs
+    hist = linear_history(80, {40: 4.0}, binary_changes=changes)
+    with_art = run_simulated(hist, NOISE, 2, min_change_pct=2.0)
+    out = with_art.outcome
+    assert list(with_art.culprits) == hist.culprits and with_art.status == "culprit_found"
+    art = hist.artifacts
+    for comp in out.comparisons:
+        if art[comp.candidate] == art[comp.reference]:
+            assert comp.samples == 0 and comp.rule is DecisionRule.SAME_ARTIFACT, comp
+    assert any(c.same_artifact_as for c in out.comparisons) and out.samples_saved > 0
+    # Only the five distinct binaries (and the references) ever draw samples.
+    measured = {sha for sha, rec in out.commits.items() if rec.samples}
+    assert len({art[s] for s in measured}) == len(measured)
+    plain = run_simulated(linear_history(80, {40: 4.0}), NOISE, 2, min_change_pct=2.0)
+    assert list(plain.culprits) == hist.culprits and with_art.samples < plain.samples
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.5, 0.75])
+def test_a_step_below_the_minimum_is_never_a_culprit(fraction):
+    named_small, exact = 0, 0
+    for seed in range(8):
+        hist = linear_history(60, {12: 2.0 * fraction, 40: 4.0}, small={12})
+        out = run_simulated(hist, NOISE, seed, min_change_pct=2.0)
+        named_small += "c012" in out.culprits
+        exact += out.status == "culprit_found" and list(out.culprits) == ["c040"]
+        for step in out.outcome.smaller_steps:
+            assert step.size_p < 0.5 and step.commit == "c012"
+    assert named_small == 0
+    assert exact >= 7
+
+
+def test_a_budget_ends_the_search_with_the_open_range_and_what_more_time_buys():
+    hist = linear_history(120, {77: 4.0})
+    bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), min_change_pct=2.0)
+    ticks = itertools.count()
+    clock = lambda: float(next(ticks))  # noqa: E731  # one "second" per reading: deterministic
+    engine = Bisection(
+        hist, SimBuilder(hist), SimRunner(hist, NOISE, 1), bench, TestConfig(), 1, deadline=120.0, clock=clock
+    )
+    out = engine.run(hist.good, hist.bad)
+    assert out.out_of_time and out.status is Status.INCONCLUSIVE and not out.culprits
+    (open_range,) = out.unresolved
+    assert "c077" in open_range.commits and len(open_range.commits) < 120  # narrowed, not just given up
+    (cause,) = open_range.causes
+    assert cause.kind is UnresolvedCause.OUT_OF_TIME and cause.rounds >= 1 and cause.seconds
+    why, resolve = unresolved_text(open_range.causes, 2.0, 60)
+    assert "budget ran out" in why and "more comparisons" in resolve and "--budget" in resolve
+    assert out.times.measure_s > 0 and out.times.comparisons > 0
+
+
+def test_a_comparison_running_at_the_deadline_ends_inconclusive_by_the_budget():
+    hist = linear_history(10, {5: 0.2})  # far below the minimum change: many rounds
+    bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), min_change_pct=0.25)
+    ticks = itertools.count()
+    ev = Evaluation(
+        hist, SimBuilder(hist), SimRunner(hist, NOISE, 1), bench, TestConfig(), random.Random(1),
+        deadline=40.0, clock=lambda: float(next(ticks)),
+    )  # fmt: skip
+    (comp,) = ev.compare(["c010"], "c000", Purpose.PROBE)
+    assert (comp.verdict, comp.rule) == (Verdict.INCONCLUSIVE, DecisionRule.BUDGET)
+    assert 0 < len(comp.diffs) < 20 and comp.samples == 20 * len(comp.diffs)
+
+
+def test_timestamps_and_build_paths_explain_a_difference_and_code_does_not():
+    a = b"\x7fELF code built Dec  1 2026 12:01:07 in /w/checkouts/aaaa/bench.c tail"
+    b = b"\x7fELF code built Dec  1 2026 12:03:55 in /w/checkouts/bbbb/bench.c tail"
+    assert explain_difference(a, b, "/w/checkouts/aaaa", "/w/checkouts/bbbb") == (
+        ArtifactTrap.BUILD_PATH,
+        ArtifactTrap.TIMESTAMP,
+    )
+    assert explain_difference(a, a.replace(b"12:01:07", b"12:09:09")) == (ArtifactTrap.TIMESTAMP,)
+    assert explain_difference(a, a.replace(b"code", b"CODE")) == ()  # a real difference
+    assert explain_difference(a, a) == ()
+
+
+def test_hashing_is_by_content_and_a_glob_matching_nothing_says_so(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    for root, stamp in ((one, "2026-12-01T10:00:00"), (two, "2026-12-01T11:30:00")):
+        (root / "lib").mkdir(parents=True)
+        (root / "bench").write_bytes(b"same code")
+        (root / "lib" / "k.so").write_text(f"kernel, built {stamp}")
+    a, b = hash_artifacts(one, ["bench", "lib/*.so"]), hash_artifacts(two, ["bench", "lib/*.so"])
+    assert isinstance(a, Artifacts) and isinstance(b, Artifacts)
+    assert a.digest != b.digest and dict(a.files)["bench"] == dict(b.files)["bench"]
+    assert diagnose(one, two, a, b) == (ArtifactTrap.TIMESTAMP,)
+    (two / "lib" / "k.so").touch()  # times are no content
+    assert hash_artifacts(two, ["bench", "lib/*.so"]) == b
+    missing = hash_artifacts(one, ["bench", "out/*.bin"])
+    assert missing == "[build] artifacts 'out/*.bin' matched no file after the build"
