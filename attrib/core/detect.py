@@ -235,11 +235,17 @@ class _Series:
             level = running_median(self.y, settings.min_segment)
             band = CLIP_SCALES * max(robust, floor)
             self.clipped = np.clip(self.y, level - band, level + band)
+            self.outlier = self.clipped != self.y
             dof = self.y.size - 1
             inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
             self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2) * inflate, floor)
         else:
             self.clipped, self.sigma = self.y.copy(), floor
+            self.outlier = np.zeros(self.y.size, dtype=bool)
+
+    def levels(self, start: int, end: int) -> int:
+        """Points in [start, end) that are not clipped outliers: what a level is made of."""
+        return int(np.count_nonzero(~self.outlier[start:end]))
 
     def pct(self, shift: float, base: float) -> float:
         """Oriented shift -> signed percent change of the value itself (base: the raw level before)."""
@@ -276,6 +282,10 @@ def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bo
     The newest change is tested again every night on a few more points, so it must pass a
     stricter level (NEWEST_ALPHA_SHARE x alpha): its false alerts add up over the looks."""
     alpha = settings.alpha * (NEWEST_ALPHA_SHARE if newest else 1.0)
+    # A clipped outlier still carries CLIP_SCALES of shift: it must not be the point that makes
+    # a segment long enough (a wild last night plus four slightly high ones is not a level).
+    if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment:
+        return False
     base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
     se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
     cautious = math.copysign(max(abs(ev.shift.shift) - se, 0.0), ev.shift.shift)
