@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +23,29 @@ from attrib.evaluate.gpu.metrics import STATIC_METRICS
 from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
 from attrib.evaluate.gpu.suite import SUITE
 from attrib.formats.gbench import GbenchTime
+from attrib.recipe.checks import (  # noqa: F401  (re-exported: the recipe's vocabulary)
+    _BOOL,
+    _NON_NEG_INT,
+    _OPT_STR,
+    _OPT_STR_LIST,
+    _POS_INT,
+    _POS_NUM,
+    _STR,
+    _STR_LIST,
+    _STR_TABLE,
+    Check,
+    _check_table,
+    _enum,
+)
+from attrib.recipe.slurm import (  # noqa: F401  (re-exported)
+    DEFAULT_SLURM_MAX_BUILDS,
+    DEFAULT_SLURM_MAX_RETRIES,
+    DEFAULT_SLURM_ROUND_TIME_MIN,
+    DEFAULT_SLURM_START_TIMEOUT_S,
+    SLURM_RESERVED_ARGS,
+    SlurmSpec,
+    _parse_slurm,
+)
 
 SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0
@@ -128,44 +150,6 @@ class BuildSpec:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-# [slurm]: --executor slurm only (docs/slurm.md). Every default is here and in the docs.
-DEFAULT_SLURM_ROUND_TIME_MIN = 60  # wall-clock limit of one measurement round's allocation
-DEFAULT_SLURM_MAX_BUILDS = 8  # builds in flight as separate jobs (also capped by --jobs)
-DEFAULT_SLURM_MAX_RETRIES = 2  # resubmissions of a build whose job Slurm lost (node down, preempted...)
-DEFAULT_SLURM_START_TIMEOUT_S = 3600.0  # a job still pending after this is a failed start
-# sbatch options attrib sets itself: sbatch_args may not override them.
-SLURM_RESERVED_ARGS = (
-    "--job-name", "--output", "--error", "--parsable", "--wrap", "--chdir", "--nodes", "--ntasks",
-    "--time", "--partition", "--account", "--qos", "--gres", "--constraint", "--exclude",
-    "--nodelist", "--requeue", "--no-requeue", "--array", "--export", "--wait", "--dependency",
-    "--cpus-per-task", "--exclusive",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class SlurmSpec:
-    """[slurm]: where and how builds and rounds are submitted. None of it changes a build's
-    output except the container image, which is why only that enters the build cache key."""
-
-    partition: str | None = None  # None: the cluster's default partition
-    account: str | None = None
-    qos: str | None = None
-    build_time_min: int | None = None  # None: the recipe's build timeout, rounded up, plus a minute
-    round_time_min: int = DEFAULT_SLURM_ROUND_TIME_MIN
-    gres: str | None = None  # of a round's allocation, e.g. "gpu:1"
-    build_gres: str | None = None
-    constraint: str | None = None
-    build_cpus: int | None = None  # --cpus-per-task of a build job; None: the cluster's default
-    exclusive_rounds: bool = True  # a round's node runs nothing else: others' jobs are noise
-    sbatch_args: tuple[str, ...] = ()
-    container_image: str | None = None  # pyxis: srun --container-image
-    container_mounts: tuple[str, ...] = ()  # pyxis: --container-mounts (shared_dir is always mounted)
-    shared_dir: str | None = None  # a directory every node mounts; the work dir goes under it
-    max_builds: int = DEFAULT_SLURM_MAX_BUILDS
-    max_retries: int = DEFAULT_SLURM_MAX_RETRIES
-    start_timeout_s: float = DEFAULT_SLURM_START_TIMEOUT_S
-
-
 @dataclass(frozen=True)
 class BenchmarkSpec:
     name: str
@@ -212,29 +196,6 @@ class Recipe:
 
 # --- a tiny declarative checker: each key has a type check and an expectation text ---------
 
-Check = tuple[Callable[[Any], bool], str]
-
-_STR: Check = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
-_OPT_STR: Check = (lambda v: isinstance(v, str), "a string")
-_POS_NUM: Check = (
-    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-    "a positive number",
-)
-_POS_INT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer")
-_STR_LIST: Check = (
-    lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v),
-    "a non-empty list of non-empty strings",
-)
-_STR_TABLE: Check = (
-    lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
-    "a table of string values",
-)
-
-
-def _enum(values: tuple[str, ...]) -> Check:
-    return (lambda v: v in values, "one of " + ", ".join(f'"{x}"' for x in values))
-
-
 _TOP: dict[str, tuple[Check, bool]] = {
     "schema": ((lambda v: type(v) is int and v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
     "name": (_STR, True),
@@ -247,7 +208,6 @@ _TOP: dict[str, tuple[Check, bool]] = {
     "slurm": ((lambda v: isinstance(v, dict), "a table [slurm]"), False),
     "search": ((lambda v: isinstance(v, dict), "a table [search]"), False),
 }
-_BOOL: Check = (lambda v: isinstance(v, bool), "true or false")
 _MEMORY: Check = (
     lambda v: isinstance(v, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None,
     'a memory size such as "4g" or "512m"',
@@ -383,71 +343,6 @@ def _parse_cupy(path: Path, prefix: str, table: dict[str, Any]) -> CupySpec:
     )
 
 
-_NON_NEG_INT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a non-negative integer")
-_OPT_STR_LIST: Check = (
-    lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v),
-    "a list of non-empty strings",
-)
-_SLURM: dict[str, tuple[Check, bool]] = {
-    "partition": (_STR, False),
-    "account": (_STR, False),
-    "qos": (_STR, False),
-    "build_time_min": (_POS_INT, False),
-    "round_time_min": (_POS_INT, False),
-    "gres": (_STR, False),
-    "build_gres": (_STR, False),
-    "constraint": (_STR, False),
-    "build_cpus": (_POS_INT, False),
-    "exclusive_rounds": (_BOOL, False),
-    "sbatch_args": (_OPT_STR_LIST, False),
-    "container_image": (_STR, False),
-    "container_mounts": (_OPT_STR_LIST, False),
-    "shared_dir": ((lambda v: isinstance(v, str) and v.startswith("/"), "an absolute path"), False),
-    "max_builds": (_POS_INT, False),
-    "max_retries": (_NON_NEG_INT, False),
-    "start_timeout_s": (_POS_NUM, False),
-}
-_SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]*)(=.+)?")
-
-
-def _parse_slurm(path: Path, table: dict[str, Any]) -> SlurmSpec:
-    _check_table(path, "slurm.", table, _SLURM)
-    for i, arg in enumerate(table.get("sbatch_args", ())):
-        # Long options only, one list element each: no shell ever sees them, and attrib's own
-        # options (names, outputs, placement) cannot be overridden behind its back.
-        m = _SBATCH_ARG.fullmatch(arg)
-        if m is None:
-            raise RecipeError(path, f"slurm.sbatch_args[{i}]", f'expected a long option such as "--mem=8G", got {arg!r}')
-        if f"--{m.group(1)}" in SLURM_RESERVED_ARGS:
-            raise RecipeError(
-                path, f"slurm.sbatch_args[{i}]", f"--{m.group(1)} is set by attrib (use the [slurm] keys in docs/slurm.md)"
-            )
-    for i, mount in enumerate(table.get("container_mounts", ())):
-        if not mount.startswith("/") or "," in mount:
-            raise RecipeError(path, f"slurm.container_mounts[{i}]", f'expected "/src[:/dst[:flags]]" without commas, got {mount!r}')
-    if "container_mounts" in table and "container_image" not in table:
-        raise RecipeError(path, "slurm.container_mounts", "only with slurm.container_image")
-    return SlurmSpec(
-        partition=table.get("partition"),
-        account=table.get("account"),
-        qos=table.get("qos"),
-        build_time_min=table.get("build_time_min"),
-        round_time_min=table.get("round_time_min", DEFAULT_SLURM_ROUND_TIME_MIN),
-        gres=table.get("gres"),
-        build_gres=table.get("build_gres"),
-        constraint=table.get("constraint"),
-        build_cpus=table.get("build_cpus"),
-        exclusive_rounds=table.get("exclusive_rounds", True),
-        sbatch_args=tuple(table.get("sbatch_args", ())),
-        container_image=table.get("container_image"),
-        container_mounts=tuple(table.get("container_mounts", ())),
-        shared_dir=table.get("shared_dir"),
-        max_builds=table.get("max_builds", DEFAULT_SLURM_MAX_BUILDS),
-        max_retries=table.get("max_retries", DEFAULT_SLURM_MAX_RETRIES),
-        start_timeout_s=float(table.get("start_timeout_s", DEFAULT_SLURM_START_TIMEOUT_S)),
-    )
-
-
 def _regex(v: Any) -> bool:
     try:
         re.compile(v)
@@ -500,20 +395,6 @@ def _parse_tool_table(
             jsonbin=bool(table.get("jsonbin", True)),
         )
     return None, None
-
-
-def _check_table(path: Path, prefix: str, table: dict[str, Any], spec: dict[str, tuple[Check, bool]]) -> None:
-    for key in table:
-        if key not in spec:
-            known = ", ".join(spec)
-            raise RecipeError(path, prefix + key, f"unknown key (expected one of: {known})")
-    for key, ((ok, expected), required) in spec.items():
-        if key not in table:
-            if required:
-                raise RecipeError(path, prefix + key, f"missing; expected {expected}")
-            continue
-        if not ok(table[key]):
-            raise RecipeError(path, prefix + key, f"expected {expected}, got {table[key]!r}")
 
 
 def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
