@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -47,6 +46,7 @@ from attrib.daemon.schema import (
 )
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
+from attrib.sqlite import ThreadConnections
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
 DEFAULT_MAX_QUEUE = 100  # queued jobs; more flags are refused with 429 until the queue drains
@@ -71,7 +71,7 @@ class Store:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
         self.max_queue = max_queue
-        self._local = threading.local()
+        self._connections = ThreadConnections(path, busy_timeout_s)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"):
             conn = self._conn()
@@ -92,23 +92,11 @@ class Store:
     # --- connections and transactions -----------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            # isolation_level=None: we issue BEGIN ourselves, so a transaction is exactly what we write.
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=True)
-            conn.row_factory = sqlite3.Row
-            # WAL + NORMAL survives a killed process (not a power cut: the OS still has the pages).
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
-        return conn
+        return self._connections.get()
 
     def close(self) -> None:
         """Close this thread's connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._connections.close()
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from typing import Any
 
 from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
+from attrib.sqlite import ThreadConnections
 
 HISTORY_SCHEMA = 1  # meta key 'history_schema'; the daemon's own tables have their own version
 DEFAULT_BUSY_TIMEOUT_S = 10.0
@@ -180,7 +180,7 @@ class HistoryStore:
     def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
-        self._local = threading.local()
+        self._connections = ThreadConnections(path, busy_timeout_s)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"), self._write() as c:
             for stmt in _SCHEMA.split(";"):
@@ -193,20 +193,11 @@ class HistoryStore:
                 raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
-        return conn
+        return self._connections.get()
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close this thread's connection."""
+        self._connections.close()
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
