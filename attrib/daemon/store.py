@@ -16,8 +16,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from attrib.daemon.schema import (
 )
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
-from attrib.sqlite import ThreadConnections
+from attrib.sqlite import SqliteStore
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
 DEFAULT_MAX_QUEUE = 100  # queued jobs; more flags are refused with 429 until the queue drains
@@ -66,12 +65,12 @@ class Accepted:
         return {"id": self.job_id, "duplicate_of": self.duplicate_of, "flag": self.flag_id}
 
 
-class Store:
+class Store(SqliteStore):
+    kind = "state database"
+
     def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
-        self.path = path
-        self.busy_timeout_s = busy_timeout_s
+        super().__init__(path, busy_timeout_s)
         self.max_queue = max_queue
-        self._connections = ThreadConnections(path, busy_timeout_s)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"):
             conn = self._conn()
@@ -90,39 +89,6 @@ class Store:
                     raise StateError(f"state database {path}: schema {row[0]}, this attrib reads {SCHEMA_VERSION}")
 
     # --- connections and transactions -----------------------------------------------------
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._connections.get()
-
-    def close(self) -> None:
-        """Close this thread's connection."""
-        self._connections.close()
-
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if "locked" in text or "busy" in text:
-                raise StateError(
-                    f"state database {self.path} is locked by another process "
-                    f"(waited {self.busy_timeout_s:g} s to {what}); nothing was written"
-                ) from None
-            raise StateError(f"state database {self.path}: {what}: {text}") from None
-        except sqlite3.DatabaseError as exc:
-            raise StateError(f"state database {self.path}: {what}: {exc}") from None
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     # --- flags and jobs ---------------------------------------------------------------------
 

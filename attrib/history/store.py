@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
-from attrib.sqlite import ThreadConnections
+from attrib.sqlite import SqliteStore
 
 HISTORY_SCHEMA = 1  # meta key 'history_schema'; the daemon's own tables have their own version
 DEFAULT_BUSY_TIMEOUT_S = 10.0
@@ -176,11 +175,11 @@ def canonical_config(config: Mapping[str, str]) -> str:
     return json.dumps(dict(sorted(config.items())), separators=(",", ":"))
 
 
-class HistoryStore:
+class HistoryStore(SqliteStore):
+    kind = "history database"
+
     def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
-        self.path = path
-        self.busy_timeout_s = busy_timeout_s
-        self._connections = ThreadConnections(path, busy_timeout_s)
+        super().__init__(path, busy_timeout_s)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"), self._write() as c:
             for stmt in _SCHEMA.split(";"):
@@ -191,31 +190,6 @@ class HistoryStore:
                 c.execute("INSERT INTO meta VALUES ('history_schema', ?)", (str(HISTORY_SCHEMA),))
             elif row[0] != str(HISTORY_SCHEMA):
                 raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._connections.get()
-
-    def close(self) -> None:
-        """Close this thread's connection."""
-        self._connections.close()
-
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            raise StateError(f"history database {self.path}: {what}: {exc}") from None
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     # --- ingestion ----------------------------------------------------------------------------
 
