@@ -110,3 +110,15 @@ def test_report_without_matplotlib_is_text_only(results, monkeypatch):
     monkeypatch.setattr(attrib.report.plot.importlib.util, "find_spec", lambda name: None)
     assert not attrib.report.plot.plot_available()
     assert "![" not in render_markdown(results["culprit"])
+
+
+def test_series_sparkline_marks_the_first_night_after_the_change():
+    from attrib.report.plot import series_sparkline
+
+    values = [1.0, 1.01, 0.99, 1.0, 1.4, 1.41, 1.39]
+    line, caret = series_sparkline(values, 4, 2.0)
+    marks = line.removeprefix("nightly ")
+    assert len(marks) == len(values) and marks[:4] == "▁▁▁▁" and set(marks[4:]) == {"█"}
+    assert caret.index("^") == len("nightly ") + 4
+    assert series_sparkline([], None, 2.0) == []
+    assert len(series_sparkline(values, None, 2.0)) == 1  # no change position: no caret line

@@ -19,14 +19,15 @@ from typing import Any
 
 from attrib.core.detect import ChangeDirection
 from attrib.daemon.config import Settings
-from attrib.daemon.flags import FlagContext, _local_repo, prepare
+from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare
 from attrib.daemon.store import Store
-from attrib.errors import FlagError, InputError, QueueFull
+from attrib.errors import FlagError, InputError, QueueFull, RepoError
 from attrib.formats.results_csv import parse_timestamp
+from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide
 from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
-from attrib.history.order import GitLine
+from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
 from attrib.history.store import Change, FlagState, HistoryStore, Series
@@ -174,6 +175,9 @@ def base_url(settings: Settings) -> str:
         return ""
 
 
+SERIES_POINTS = 60  # nights of a series a report draws: enough to see the level before and after
+
+
 def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
     """The change points a job bisects, for its report: empty when the job came from elsewhere."""
     history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
@@ -182,13 +186,32 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
         if not changes:
             return ()
         series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
+        drawn = {sid: _nights(history, settings, series[sid]) for sid in series}
     finally:
         history.close()
     base = base_url(settings)
-    return tuple(
-        DetectedChange(
+    out = []
+    for c in changes:
+        commits, values = drawn[c.series_id]
+        at = commits.index(c.after) if c.after in commits else None
+        out.append(DetectedChange(
             series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
             c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series#change-{c.id}",
-        )
-        for c in changes
-    )  # fmt: skip
+            tuple(values), at,
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def _nights(history: HistoryStore, settings: Settings, s: Series) -> tuple[list[str], list[float]]:
+    """A series' latest SERIES_POINTS nights in first-parent order ([] when its repository's
+    line cannot be read: the report then links the series without drawing it)."""
+    project = settings.history.projects.get(s.project)
+    if project is None:
+        return [], []
+    try:
+        path = mirror_path(project.repo, settings.state) if is_git_url(project.repo) else Path(project.repo)
+        line = GitLine(path, project.branch).line()
+    except RepoError:
+        return [], []
+    o = ordered(history.points(s.id), line)
+    return o.commits[-SERIES_POINTS:], o.values[-SERIES_POINTS:]

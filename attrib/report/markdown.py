@@ -15,7 +15,7 @@ from typing import Any
 
 from attrib.core.model import RevertStatus, Status, Verdict
 from attrib.fsutil import atomic_write_text
-from attrib.report.plot import plot_available, render_plot, sparkline
+from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
 from attrib.report.sentences import cause_resolve, cause_why
 from attrib.result.types import (
     BisectResult,
@@ -342,6 +342,10 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         out.append(f"- detected in nightly history: `{cp.series}` of {cp.project} changed {cp.change_pct:+.2f} % between "
                    f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})")  # fmt: skip
     out.append("")
+    for cp in result.detected:
+        drawn = series_sparkline(cp.series_values, cp.change_at, result.settings.min_change_pct)
+        if drawn:
+            out += [f"`{cp.series}`, the last {len(cp.series_values)} nights:", "", "```text", *drawn, "```", ""]
     if plot:
         out += [f"![{result.benchmark} per tested commit]({plot})", ""]
     elif figure:

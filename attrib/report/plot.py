@@ -7,6 +7,7 @@ re-renders exactly as the live one did.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,20 @@ def plot_available() -> bool:
 
 def _tested(result: BisectResult) -> list[CommitRow]:
     return [row for row in result.commits if row.samples or row.verdict is Verdict.SKIP]
+
+
+def series_sparkline(values: Sequence[float], change_at: int | None, min_change_pct: float) -> list[str]:
+    """A nightly series as two monospace lines: each night's value, and a caret under the first
+    night after the change (the plot a tracker without images still shows)."""
+    if not values:
+        return []
+    lo, hi = min(values), max(values)
+    span = max(hi - lo, abs(lo) * min_change_pct / 100)
+    marks = "".join(SPARK_BLOCKS[0 if span <= 0 else round((v - lo) / span * (len(SPARK_BLOCKS) - 1))] for v in values)
+    lines = ["nightly " + marks]
+    if change_at is not None and 0 <= change_at < len(values):
+        lines.append(" " * (len("nightly ") + change_at) + "^ change")
+    return lines
 
 
 def sparkline(result: BisectResult) -> list[str]:

@@ -262,6 +262,10 @@ class DetectedChange:
     ci_pct: tuple[float, float]
     p_value: float
     url: str
+    # The series itself, for the report's text plot: each night's value in first-parent order
+    # (at most SERIES_POINTS, the latest) and the position of the first night after the change.
+    series_values: tuple[float, ...] = ()
+    change_at: int | None = None
 
 
 @dataclass(frozen=True)
