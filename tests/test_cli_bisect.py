@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli, spec
 
 from attrib.demo import DEMO_RECIPE
+from attrib.result import RESULT_SCHEMA
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ def test_one_culprit(make_tree, bisect, tmp_path):
     res = bisect(tree)
     assert res.code == 0, res.stderr
     r = res.result
-    assert r["schema"] == 1 and r["status"] == "culprit_found"
+    assert r["schema"] == RESULT_SCHEMA and r["status"] == "culprit_found"
     assert _culprits(res) == tree.culprits
     culprit = r["culprits"][0]
     assert len(culprit["commit"]) == 40 and culprit["ambiguous_with"] == []
