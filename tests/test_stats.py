@@ -577,3 +577,12 @@ def test_min_change_shift() -> None:
     assert min_change_shift(2.0) == pytest.approx(math.log(1.02))
     assert to_pct(min_change_shift(2.0), Direction.LOWER) == pytest.approx(2.0)
     assert min_change_shift(10.0) > min_change_shift(2.0) > 0
+
+
+def test_size_log_odds_is_finite_at_certainty():
+    from attrib.core.stats import size_log_odds
+
+    assert size_log_odds(1.0) == 50.0 and size_log_odds(0.0) == -50.0
+    assert size_log_odds(1.0 - 1e-17) == 50.0  # rounds to 1.0: the daemon crashed here
+    assert abs(size_log_odds(0.5)) < 1e-12 and size_log_odds(0.9) == pytest.approx(math.log(9.0))
+    assert math.isnan(size_log_odds(math.nan))

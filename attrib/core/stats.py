@@ -259,8 +259,13 @@ def size_log_odds(size_p: float, bound: float = 50.0) -> float:
     posterior over where the change is (a composite alternative: (0, delta) counts as no change)."""
     if size_p != size_p:
         return math.nan
-    p = min(max(size_p, math.exp(-bound)), 1 - math.exp(-bound))
-    return math.log(p / (1 - p))
+    # Clip the log-odds, not p: 1 - exp(-50) is exactly 1.0 in floating point, and a size check
+    # that is certain (size_p == 1.0) divided by zero and ended a daemon bisection.
+    if size_p >= 1.0:
+        return bound
+    if size_p <= 0.0:
+        return -bound
+    return max(-bound, min(bound, math.log(size_p) - math.log1p(-size_p)))
 
 
 def running_sigma(diffs: Sequence[float], history: Iterable[Sequence[float]], config: TestConfig) -> float:
