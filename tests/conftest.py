@@ -36,6 +36,20 @@ def run_cli(*args: str | Path, cwd: Path | None = None, timeout: float = 600) ->
     return CliRun(proc.returncode, proc.stdout, proc.stderr, None)
 
 
+def bisect_cli(tmp_path: Path, tree: Any, recipe_text: str, recipe_name: str = "recipe.toml") -> tuple[CliRun, dict[str, Any]]:
+    """`attrib bisect` of a generated tree (good..bad) with a recipe written from text, through the
+    real CLI; asserts it exits 0 and returns the run and its result JSON."""
+    recipe = tmp_path / recipe_name
+    recipe.write_text(recipe_text)
+    out = tmp_path / "result.json"
+    res = run_cli(
+        "bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
+        "--workdir", tmp_path / "work", "--json", out, "--report", tmp_path / "report.md",
+    )  # fmt: skip
+    assert res.code == 0, res.stdout + res.stderr
+    return res, json.loads(out.read_text())
+
+
 @pytest.fixture
 def make_tree(tmp_path: Path):
     def make(spec: TreeSpec, name: str = "repo") -> GeneratedTree:

@@ -3,13 +3,12 @@ local executor; and a real C++ tree with a planted slowdown bisected end to end 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import bisect_cli
 from gbench_tree import BUILD, RECIPE, gbench_missing, make_gbench_tree
 
 from attrib.evaluate.executors.local import LocalExecutor
@@ -71,15 +70,7 @@ def test_a_checkout_without_the_binary_is_a_failed_run(tmp_path):
 @pytest.mark.slow
 def test_a_google_benchmark_tree_is_bisected_to_its_culprit(tmp_path):
     tree = make_gbench_tree(tmp_path / "repo")
-    recipe = tmp_path / "gbench.toml"
-    recipe.write_text(RECIPE)
-    out = tmp_path / "result.json"
-    res = run_cli(
-        "bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
-        "--workdir", tmp_path / "work", "--json", out, "--report", tmp_path / "report.md",
-    )  # fmt: skip
-    assert res.code == 0, res.stdout + res.stderr
-    result = json.loads(out.read_text())
+    res, result = bisect_cli(tmp_path, tree, RECIPE)
     assert result["status"] == "culprit_found"
     assert [c["commit"] for c in result["culprits"]] == [tree.culprit]
     culprit = result["culprits"][0]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import bisect_cli, run_cli
 from nvbench_tree import RECIPE as NVBENCH_RECIPE
 from nvbench_tree import make_nvbench_tree
 
@@ -198,15 +198,7 @@ def test_malformed_output_in_a_bisection_is_a_skip_never_a_verdict(tmp_path):
     """Commits 2-4 of the tree write NVBench JSON of a file version this reader does not know:
     each one probed is a skip whose failed runs carry the one line; the culprit is still named."""
     tree = make_nvbench_tree(tmp_path / "repo", commits=8, culprit_at=6, broken=(2, 5))
-    recipe = tmp_path / "nv.toml"
-    recipe.write_text(NVBENCH_RECIPE)
-    out = tmp_path / "result.json"
-    res = run_cli(
-        "bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
-        "--workdir", tmp_path / "work", "--json", out, "--report", tmp_path / "report.md",
-    )  # fmt: skip
-    assert res.code == 0, res.stdout + res.stderr
-    result = json.loads(out.read_text())
+    res, result = bisect_cli(tmp_path, tree, NVBENCH_RECIPE)
     assert result["status"] == "culprit_found"
     assert [c["commit"] for c in result["culprits"]] == [tree.culprit]
     chain = subprocess.run(

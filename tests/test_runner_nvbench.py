@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import bisect_cli
 from nvbench_tree import RECIPE, make_nvbench_tree, stage
 
 from attrib.evaluate.executors.local import LocalExecutor
@@ -146,15 +146,7 @@ def test_nvbench_refusing_an_option_is_a_failed_run_with_its_message(tmp_path):
 @pytest.mark.slow
 def test_nvbench_output_drives_a_bisection_to_its_culprit(tmp_path):
     tree = make_nvbench_tree(tmp_path / "repo")
-    recipe = tmp_path / "nvbench.toml"
-    recipe.write_text(RECIPE)
-    out = tmp_path / "result.json"
-    res = run_cli(
-        "bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
-        "--workdir", tmp_path / "work", "--json", out, "--report", tmp_path / "report.md",
-    )  # fmt: skip
-    assert res.code == 0, res.stdout + res.stderr
-    result = json.loads(out.read_text())
+    res, result = bisect_cli(tmp_path, tree, RECIPE)
     assert result["status"] == "culprit_found"
     assert [c["commit"] for c in result["culprits"]] == [tree.culprit]
     assert 8 < result["culprits"][0]["change_pct"] < 16  # the tree scales the times by 1.12
