@@ -36,6 +36,21 @@ def run_cli(*args: str | Path, cwd: Path | None = None, timeout: float = 600) ->
     return CliRun(proc.returncode, proc.stdout, proc.stderr, None)
 
 
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` for a test's own tree; its stdout, stripped."""
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass(frozen=True)
+class OneCulpritTree:
+    """A test tree with one planted culprit between good and bad."""
+
+    path: Path
+    good: str
+    bad: str
+    culprit: str
+
+
 def bisect_cli(tmp_path: Path, tree: Any, recipe_text: str, recipe_name: str = "recipe.toml") -> tuple[CliRun, dict[str, Any]]:
     """`attrib bisect` of a generated tree (good..bad) with a recipe written from text, through the
     real CLI; asserts it exits 0 and returns the run and its result JSON."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from conftest import OneCulpritTree, git
 
 BENCH_CC = r"""#include <benchmark/benchmark.h>
 #include <cstdint>
@@ -69,31 +70,19 @@ BASE_ROUNDS = 40_000  # ~0.1 ms per iteration on the CI machine
 SLOWDOWN = 1.4
 
 
-@dataclass(frozen=True)
-class GbenchTree:
-    path: Path
-    good: str
-    bad: str
-    culprit: str
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def make_gbench_tree(path: Path, commits: int = 10, culprit_at: int = 6) -> GbenchTree:
+def make_gbench_tree(path: Path, commits: int = 10, culprit_at: int = 6) -> OneCulpritTree:
     """`commits` commits after the first; the one at `culprit_at` raises WORK_ROUNDS by SLOWDOWN."""
     path.mkdir(parents=True)
-    _git(path, "init", "-q", "-b", "main")
-    _git(path, "config", "user.email", "t@example.com")
-    _git(path, "config", "user.name", "test")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "test")
     (path / "bench.cc").write_text(BENCH_CC)
     (path / "work.h").write_text(f"#define WORK_ROUNDS {BASE_ROUNDS}\n")
     (path / "NOTES.md").write_text("# notes\n")
     (path / ".gitignore").write_text("bench_mix\n")
-    _git(path, "add", "-A")
-    _git(path, "commit", "-q", "-m", "BM_Mix: a serial multiply-add chain")
-    good = _git(path, "rev-parse", "HEAD")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "BM_Mix: a serial multiply-add chain")
+    good = git(path, "rev-parse", "HEAD")
     culprit = ""
     for i in range(1, commits + 1):
         if i == culprit_at:
@@ -103,11 +92,11 @@ def make_gbench_tree(path: Path, commits: int = 10, culprit_at: int = 6) -> Gben
             with (path / "NOTES.md").open("a") as f:
                 f.write(f"- note {i}\n")
             msg = f"notes: entry {i}"
-        _git(path, "add", "-A")
-        _git(path, "commit", "-q", "-m", msg)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", msg)
         if i == culprit_at:
-            culprit = _git(path, "rev-parse", "HEAD")
-    return GbenchTree(path, good, _git(path, "rev-parse", "HEAD"), culprit)
+            culprit = git(path, "rev-parse", "HEAD")
+    return OneCulpritTree(path, good, git(path, "rev-parse", "HEAD"), culprit)
 
 
 def gbench_missing() -> str:

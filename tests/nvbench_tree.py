@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from conftest import OneCulpritTree, git
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvbench"
 
@@ -31,18 +31,6 @@ axes = {{ BlockSize = "2^8", NumBlocks = "2^10" }}
 """
 
 
-@dataclass(frozen=True)
-class NvbenchTree:
-    path: Path
-    good: str
-    bad: str
-    culprit: str
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def stage(path: Path, scale: float = 1.0) -> Path:
     """A directory holding the fake NVBench benchmark and its recorded states."""
     path.mkdir(parents=True, exist_ok=True)
@@ -54,19 +42,19 @@ def stage(path: Path, scale: float = 1.0) -> Path:
 
 def make_nvbench_tree(
     path: Path, commits: int = 8, culprit_at: int = 5, step: float = 1.12, broken: tuple[int, int] | None = None
-) -> NvbenchTree:
+) -> OneCulpritTree:
     """`broken=(lo, hi)`: commits lo..hi-1 record NVBench JSON of file version 2.0.0, which
     no reader knows (their benchmark output is malformed); commit hi restores it."""
     stage(path)
     recorded = (path / "axes_ref.json").read_text()
     unknown = json.loads(recorded)
     unknown["meta"]["version"]["json"].update(major=2, string="2.0.0")
-    _git(path, "init", "-q", "-b", "main")
-    _git(path, "config", "user.email", "t@example.com")
-    _git(path, "config", "user.name", "test")
-    _git(path, "add", "-A")
-    _git(path, "commit", "-q", "-m", "copy kernels and their NVBench benchmarks")
-    good = _git(path, "rev-parse", "HEAD")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "t@example.com")
+    git(path, "config", "user.name", "test")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "copy kernels and their NVBench benchmarks")
+    good = git(path, "rev-parse", "HEAD")
     culprit = ""
     for i in range(1, commits + 1):
         if i == culprit_at:
@@ -77,8 +65,8 @@ def make_nvbench_tree(
             (path / "axes_ref.json").write_text(json.dumps(unknown, indent=2) + "\n")
         elif broken and i == broken[1]:
             (path / "axes_ref.json").write_text(recorded)
-        _git(path, "add", "-A")
-        _git(path, "commit", "-q", "-m", "copy: wider loads" if i == culprit_at else f"docs: note {i}")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "copy: wider loads" if i == culprit_at else f"docs: note {i}")
         if i == culprit_at:
-            culprit = _git(path, "rev-parse", "HEAD")
-    return NvbenchTree(path, good, _git(path, "rev-parse", "HEAD"), culprit)
+            culprit = git(path, "rev-parse", "HEAD")
+    return OneCulpritTree(path, good, git(path, "rev-parse", "HEAD"), culprit)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from conftest import git
 from daemon_proc import send as _send
 
 from attrib.daemon.auth import github_signature, sign
@@ -31,8 +31,7 @@ from attrib.demo import DEMO_RECIPE
 SECRET = "s3cret-for-tests-only-0123456789"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+_git = git  # the shared test helper
 
 
 @pytest.fixture(scope="module")
