@@ -36,14 +36,25 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from attrib.core.model import Cause, CommitInfo, DecisionRule, Purpose, RevertStatus, Status, UnresolvedCause, Verdict
+from attrib.core.model import (
+    Cause,
+    CommitInfo,
+    DecisionRule,
+    Direction,
+    Purpose,
+    RevertStatus,
+    Status,
+    UnresolvedCause,
+    Verdict,
+)
 from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
-from attrib.core.stats import TestConfig, to_pct
+from attrib.core.stats import TestConfig, resolvable_change, to_pct, truncation_rounds
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.evaluation import ArtifactNote, Builder, CommitRecord, Comparison, Drift, Evaluation, PhaseTimes
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
 from attrib.recipe import BenchmarkSpec
+from attrib.report.sentences import noise_warning
 
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
@@ -245,6 +256,7 @@ class Bisection:
             )
             self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
             return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
+        self._warn_if_too_noisy(preflight)
         culprits = self.find_culprits(chain, good, preflight)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
@@ -252,6 +264,16 @@ class Bisection:
             self._note_unresolved(c)
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
         return self._outcome(status, good, bad, culprits, preflight)
+
+    def _warn_if_too_noisy(self, preflight: Comparison) -> None:
+        """One line before the search when this noise leaves tests that find no change only the
+        cap: better known now than read off a row of inconclusive tests."""
+        needed = truncation_rounds(preflight.sigma, self.evaluation.delta, self.config)
+        if self.config.truncate and math.isfinite(preflight.sigma) and needed > self.config.max_rounds:
+            sigma_pct = to_pct(preflight.sigma, Direction.LOWER)
+            resolvable_pct = to_pct(resolvable_change(preflight.sigma, self.config), Direction.LOWER)
+            text = noise_warning(sigma_pct, self.bench.min_change_pct, self.config.max_rounds, needed, resolvable_pct)
+            self.events.phase(text)
 
     def _relevant(self, chain: list[str]) -> list[str]:
         """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);

@@ -169,3 +169,36 @@ def test_an_inconclusive_commit_at_the_boundary_gets_more_samples():
         if out.status is Status.CULPRIT_FOUND:
             assert [c.commit for c in out.culprits] == hist.culprits
     assert extended > 0
+
+
+class _Phases:
+    """Events that keep the phase lines (the terminal shows them as progress)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def phase(self, text: str) -> None:
+        self.lines.append(text)
+
+    def build_started(self, commit: object) -> None: ...
+    def build_finished(self, commit: object, record: object) -> None: ...
+    def round_done(self, *args: object) -> None: ...
+    def verdict(self, *args: object) -> None: ...
+
+
+@pytest.mark.parametrize(("sigma", "warned"), [(0.005, False), (0.15, True)])
+def test_a_preflight_noise_too_high_for_the_minimum_change_is_said_before_the_search(sigma: float, warned: bool):
+    # A 40 % step is clear at either noise; at 15 % per sample a test that finds no 2 % change
+    # needs far more than 60 rounds, and the user hears that once, with what would help.
+    hist = linear_history(30, {15: 40.0})
+    phases = _Phases()
+    noise = NoiseModel("gaussian", sigma=sigma)
+    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(), 3, phases)  # type: ignore[arg-type]
+    engine.run(hist.main[0], hist.main[-1])
+    warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
+    assert len(warnings) == int(warned), phases.lines
+    if warned:
+        [line] = warnings
+        assert "over --max-rounds 60" in line and "min_change_pct of at least" in line
+        needed = int(line.split(" may need ")[1].split(" rounds")[0])
+        assert needed > 60

@@ -27,6 +27,7 @@ from attrib.core.stats import (
     min_change_shift,
     oriented_logs,
     pooled_sigma,
+    resolvable_change,
     shift_estimate,
     size_posterior,
     sprt,
@@ -459,6 +460,16 @@ def test_truncated_sprt_decides_on_the_fence_at_the_truncation_point() -> None:
     assert truncation_rounds(big, DELTA, config) > config.max_rounds
     d = sprt([DELTA / 2] * config.max_rounds, DELTA, big, config)
     assert (d.verdict, d.rule) == (Verdict.INCONCLUSIVE, DecisionRule.CAP)
+
+
+def test_resolvable_change_is_the_smallest_delta_whose_truncation_fits_under_the_cap() -> None:
+    config = SprtConfig()
+    for sigma in (0.004, 0.02, 0.05):
+        edge = resolvable_change(sigma, config)
+        assert truncation_rounds(sigma, edge * 1.01, config) <= config.max_rounds
+        assert truncation_rounds(sigma, edge * 0.99, config) > config.max_rounds
+    assert resolvable_change(0.02, SprtConfig(max_rounds=240)) == pytest.approx(resolvable_change(0.02, config) / 2)
+    assert resolvable_change(math.inf, config) == math.inf
 
 
 def test_size_check_holds_a_bad_verdict_until_the_size_is_settled() -> None:

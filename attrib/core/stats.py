@@ -189,6 +189,16 @@ def truncation_rounds(sigma: float, delta: float, config: TestConfig) -> int:
     return max(config.min_rounds, math.ceil(TRUNCATION_FACTOR * fixed_sample_rounds(sigma, delta, config)))
 
 
+def resolvable_change(sigma: float, config: TestConfig) -> float:
+    """The smallest minimum change (oriented log shift) whose truncated test still ends by
+    config.max_rounds at this per-round sigma: below it, tests that find no change can only run
+    to the cap and answer INCONCLUSIVE. The inverse of `truncation_rounds` in delta."""
+    if not math.isfinite(sigma):
+        return math.inf
+    z = NormalDist().inv_cdf(1 - config.alpha) + NormalDist().inv_cdf(1 - config.beta)
+    return z * sigma * math.sqrt(TRUNCATION_FACTOR / config.max_rounds)
+
+
 def truncation_threshold(delta: float, config: TestConfig) -> float:
     """The fixed-sample rule's critical mean shift: it splits delta as z_alpha : z_beta."""
     za, zb = NormalDist().inv_cdf(1 - config.alpha), NormalDist().inv_cdf(1 - config.beta)

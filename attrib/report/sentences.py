@@ -63,3 +63,16 @@ def unresolved_text(causes: Sequence[Cause], min_change_pct: float, max_rounds: 
         "; ".join(cause_why(c, min_change_pct) for c in causes),
         "; ".join(cause_resolve(c, max_rounds) for c in causes),
     )
+
+
+def noise_warning(
+    sigma_pct: float, min_change_pct: float, max_rounds: int, rounds_needed: int, resolvable_pct: float
+) -> str:
+    """Said once the preflight has measured the noise, when a test that finds no change would
+    run to the cap: better known before the search than read off a row of inconclusive tests."""
+    return (
+        f"warning: the preflight's per-round noise is {sigma_pct:.1f} %: at that noise a test that finds no"
+        f" {min_change_pct:g} % change may need {rounds_needed} rounds, over --max-rounds {max_rounds}, so some"
+        f" tests may end inconclusive; --max-rounds {rounds_needed}, a quieter machine, or a min_change_pct of"
+        f" at least {resolvable_pct:.1f} % would let them decide"
+    )
