@@ -110,7 +110,7 @@ def main() -> int:
                                                      work_base=1_000_000, seed=args.seed))  # fmt: skip
         recipe = root / "recipe.toml"
         recipe.write_text(
-            DEMO_RECIPE.replace("reps = 10", "reps = 20").replace("min_change_pct = 2.0", f"min_change_pct = {MIN_CHANGE_PCT}")
+            DEMO_RECIPE.replace("reps = 10", "reps = 20").replace("min_change_pct = 5.0", f"min_change_pct = {MIN_CHANGE_PCT}")
         )
         rows = []
         for executor in args.executors:

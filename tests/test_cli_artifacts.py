@@ -95,7 +95,7 @@ def test_search_paths_skip_commits_that_touch_none(make_tree, bisect, tmp_path):
 
 
 def test_a_half_minimum_step_before_a_real_culprit_is_not_named(make_tree, bisect, tmp_path):
-    # +1 % of work at commit 6 (half the recipe's 2 % minimum), +10 % at commit 14.
+    # +1 % of work at commit 6 (a fifth of the recipe's 5 % minimum), +10 % at commit 14.
     tree = make_tree(spec(commits=20, culprits=((6, 1), (14, 10)), broken=None))
     res = bisect(tree, recipe=_recipe(tmp_path, 'artifacts = ["bench"]\n'))
     assert res.code == 0, res.stderr

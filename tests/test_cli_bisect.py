@@ -61,14 +61,14 @@ def test_one_culprit(make_tree, bisect, tmp_path):
 
 
 def test_two_culprits_each_with_its_share(make_tree, bisect):
-    tree = make_tree(spec(commits=60, culprits=((17, 6), (44, 7)), broken=None))
+    tree = make_tree(spec(commits=60, culprits=((17, 10), (44, 12)), broken=None))
     res = bisect(tree)
     assert res.code == 0, res.stderr
     assert _culprits(res) == tree.culprits
     shares = [c["share"] for c in res.result["culprits"]]
     assert all(0.2 < s < 0.8 for s in shares), shares
     changes = [c["change_pct"] for c in res.result["culprits"]]
-    assert all(3.0 < c < 11.0 for c in changes), changes
+    assert all(5.0 < c < 16.0 for c in changes), changes
 
 
 def test_no_regression_is_not_reproduced(make_tree, bisect, tmp_path):
@@ -116,7 +116,7 @@ def test_culprit_inside_a_merge_is_named(make_tree, bisect):
 
 def test_bimodal_interference_noise(make_tree, bisect):
     # A quarter of the repetitions do 30 % more work: the classic "another job on the box" shape.
-    tree = make_tree(spec(commits=50, culprits=((33, 8),), broken=None, interfere_pct=25, interfere_extra_pct=30))
+    tree = make_tree(spec(commits=50, culprits=((33, 10),), broken=None, interfere_pct=25, interfere_extra_pct=30))
     res = bisect(tree)
     assert res.code == 0, res.stderr
     assert _culprits(res) == tree.culprits
@@ -196,7 +196,7 @@ def test_compare_reproduces_the_culprit_step(make_tree, bisect, tmp_path):
 def test_verify_revert_recovers_and_a_conflict_is_skipped(make_tree, bisect, tmp_path):
     # Both culprits edit the same line of params.h: reverting the first on top of bad conflicts,
     # reverting the second applies and must take its slowdown away.
-    tree = make_tree(spec(commits=40, culprits=((12, 6), (29, 8)), broken=None))
+    tree = make_tree(spec(commits=40, culprits=((12, 10), (29, 12)), broken=None))
     res = bisect(tree, "--verify", "revert")
     assert res.code == 0, res.stderr
     assert _culprits(res) == tree.culprits

@@ -166,7 +166,7 @@ def test_two_bisections_of_one_repository_at_once(engine, make_tree, tmp_path):
 
 
 def test_docker_and_local_agree_on_the_same_tree(engine, make_tree, tmp_path):
-    tree = make_tree(spec(commits=20, culprits=((13, 8),), broken=(4, 6)))
+    tree = make_tree(spec(commits=20, culprits=((13, 10),), broken=(4, 6)))
     proc, docker_result = _bisect(tree, tmp_path, _recipe(tmp_path), tmp_path / "work")
     assert proc.returncode == 0, proc.stderr
     local = tmp_path / "local.toml"
