@@ -127,7 +127,7 @@ def test_demo_recipe_file_matches_the_embedded_text_and_loads() -> None:
     assert bench.name == "loop"
     assert bench.argv() == ["./bench", "10"]
     assert bench.direction is Direction.LOWER
-    assert bench.min_change_pct == 2.0
+    assert bench.min_change_pct == 5.0  # above what a shared CPU resolves at 2 % (the recipe says why)
 
 
 # --- rejected recipes ----------------------------------------------------------------------
