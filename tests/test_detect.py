@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from attrib.core.detect import (
@@ -86,6 +86,11 @@ def test_single_spikes_never_alert():
 @settings(max_examples=60, deadline=None)
 def test_isolated_spikes_anywhere_never_alert(n, spikes, seed, last):
     values = series(n, {}, seed=seed)
+    # Only on noise that is quiet with room to spare (no alert even at alpha 0.1): a clipped
+    # spike still weighs what a 3-sigma night weighs, and hypothesis found a series whose
+    # last 14 nights sat 1.3 sigma high by chance (its scan statistic 4.0 against the 4.22 of
+    # alpha 0.001), which any night raised there tips over: that is the data, not the spike.
+    assume(detect(values, Direction.LOWER, DetectSettings(alpha=0.1)) == [])
     taken: list[int] = []
     for where, size in spikes:
         k = min(int(where * n), n - 1)
