@@ -127,6 +127,8 @@ class FlagError(InputError):
     """A regression flag (HTTP body, webhook payload) is malformed; names the field (HTTP 400)."""
 
     def __init__(self, field: str, expected: str) -> None:
+        # One line whatever the client sent: a message may quote a value holding line breaks.
+        expected = expected.replace("\r", "\\r").replace("\n", "\\n")
         super().__init__(f"field '{field}': {expected}")
         self.field = field
 

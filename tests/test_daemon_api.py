@@ -155,6 +155,8 @@ def test_unsigned_tampered_or_wrongly_signed_flags_are_refused_and_not_stored(da
         ({"recipe": "nope.toml"}, "recipe", "no such recipe"),
         ({"benchmark": "nope"}, "benchmark", "no benchmark named"),
         ({"repo": "relative/path"}, "repo", "absolute path"),
+        ({"repo": "0\n0"}, "repo", "'0\\n0': expected an absolute path"),  # found by test_daemon_fuzz
+        ({"recipe": "a\nb.toml"}, "recipe", "'a\\nb.toml': no such recipe"),
         ({"repo": "/no/such/repo"}, "repo", "no such directory"),
         ({"repo": "ext::sh -c touch% /tmp/pwned"}, "repo", "expected a local path"),
         ({"file_issue": "jira:X"}, "file_issue", "github:OWNER/REPO"),
@@ -168,6 +170,7 @@ def test_bad_flags_get_400_naming_the_field(daemon: Daemon, repo, change, field,
     status, answer, _ = daemon.flag(flag)
     assert status == 400, answer
     assert answer["field"] == field and text in answer["error"], answer
+    assert "\n" not in answer["error"], answer  # one line, whatever the client sent
     assert daemon.store.counts()["flags"] == 0
 
 

@@ -161,9 +161,9 @@ def _recipe_path(text: str, recipes_dir: Path) -> Path:
     base = recipes_dir.resolve()
     path = (base / text).resolve()
     if not path.is_relative_to(base):
-        raise FlagError("recipe", f"{text}: expected a recipe under the daemon's recipes directory {base}")
+        raise FlagError("recipe", f"{text!r}: expected a recipe under the daemon's recipes directory {base}")
     if not path.is_file():
-        raise FlagError("recipe", f"{text}: no such recipe under {base}")
+        raise FlagError("recipe", f"{text!r}: no such recipe under {base}")
     return path
 
 
@@ -192,7 +192,7 @@ def _local_repo(text: str, ctx: FlagContext) -> Path:
             raise FlagError("repo", f"{text!r}: expected a local path or an https, ssh, git or file URL")
         path = Path(text)
         if not path.is_absolute():
-            raise FlagError("repo", f"{text}: expected an absolute path (the daemon's working directory is not yours)")
+            raise FlagError("repo", f"{text!r}: expected an absolute path (the daemon's working directory is not yours)")
         return path
     dest = mirror_path(text, ctx.state)
     with file_lock(ctx.state / "locks" / f"{dest.name}.lock"):
