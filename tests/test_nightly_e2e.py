@@ -69,7 +69,7 @@ def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: 
         "[history.projects.demo]\n"
         f'repo = "{tree.path}"\nbranch = "main"\nfile_issue = "dir:nightly"\n'
         # The planted step doubles the time; a detector for a shared machine ignores less than
-        # 20 %: slow spells here have lifted several nights in a row by 5-8 % (CI, 2026-12-01).
+        # 20 %: slow spells here have lifted six nights in a row by 4-9 % (CI, 2026-12-01).
         "detect = { min_segment = 5, alpha = 0.001, min_change_pct = 20 }\n"
         'map = [ { pattern = "loop*", recipe = "demo.toml", benchmark = "loop" } ]\n'
     )
