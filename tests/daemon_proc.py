@@ -91,12 +91,14 @@ def send(req: urllib.request.Request) -> tuple[int, Any, dict[str, str]]:
     return status, raw.decode(), headers
 
 
-def write_config(root: Path, secret: str, recipes: Path, **extra: Any) -> Path:
+def write_config(root: Path, secret: str, recipes: Path, tables: str = "", **extra: Any) -> Path:
+    """root/daemon.toml (state under root/state, the secret in root/secret): port 0, workers 0
+    unless `extra` says otherwise; `tables` is TOML appended after the top-level keys."""
     (root / "secret").write_text(secret + "\n")
     lines = [f'state = "{root / "state"}"', f'secret_file = "{root / "secret"}"', f'recipes_dir = "{recipes}"']
-    lines += ["port = 0", "workers = 0"] + [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in {"port": 0, "workers": 0, **extra}.items()]
     path = root / "daemon.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n" + tables)
     return path
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import spec
+from daemon_proc import write_config
 
 from attrib.demo import DEMO_RECIPE, generate_tree
 
@@ -71,12 +72,7 @@ def test_daemon_survives_kill_9_and_finds_the_culprit(tmp_path: Path):
     recipes, state = tmp_path / "recipes", tmp_path / "state"
     recipes.mkdir()
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
-    (tmp_path / "secret").write_text(SECRET + "\n")
-    config = tmp_path / "daemon.toml"
-    config.write_text(
-        f'state = "{state}"\nsecret_file = "{tmp_path / "secret"}"\nrecipes_dir = "{recipes}"\n'
-        'port = 0\nworkers = 1\nexecutor = "local"\nlease_s = 2\n'
-    )
+    config = write_config(tmp_path, SECRET, recipes, workers=1, executor="local", lease_s=2)
     state.mkdir()
     log = tmp_path / "daemon.log"
     daemon = _start(config, state, log)

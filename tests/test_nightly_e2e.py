@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import spec
+from daemon_proc import write_config
 from history_data import csv_text, first_parent
 from test_daemon_e2e import SECRET, _db, _get, _start, _wait
 
@@ -61,18 +62,15 @@ def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: 
     recipes, state = tmp_path / "recipes", tmp_path / "state"
     recipes.mkdir()
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
-    (tmp_path / "secret").write_text(SECRET + "\n")
-    config = tmp_path / "daemon.toml"
-    config.write_text(
-        f'state = "{state}"\nsecret_file = "{tmp_path / "secret"}"\nrecipes_dir = "{recipes}"\n'
-        'port = 0\nworkers = 1\nexecutor = "local"\n'
-        "[history.projects.demo]\n"
+    config = write_config(
+        tmp_path, SECRET, recipes, workers=1, executor="local",
+        tables="[history.projects.demo]\n"
         f'repo = "{tree.path}"\nbranch = "main"\nfile_issue = "dir:nightly"\n'
         # The planted step doubles the time; a detector for a shared machine ignores less than
         # 20 %: slow spells here have lifted six nights in a row by 4-9 % (CI, 2026-12-01).
         "detect = { min_segment = 5, alpha = 0.001, min_change_pct = 20 }\n"
-        'map = [ { pattern = "loop*", recipe = "demo.toml", benchmark = "loop" } ]\n'
-    )
+        'map = [ { pattern = "loop*", recipe = "demo.toml", benchmark = "loop" } ]\n',
+    )  # fmt: skip
     state.mkdir()
     log = tmp_path / "daemon.log"
     daemon = _start(config, state, log)

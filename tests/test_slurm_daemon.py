@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import spec
+from daemon_proc import write_config
 from test_daemon_e2e import SECRET, _db, _get, _start, _wait
 from test_slurm import REPS, STEP_PCT, _recipe, attrib_jobs, slurm  # noqa: F401 (slurm: the autouse fixture)
 
@@ -45,12 +46,7 @@ def test_daemon_with_slurm_survives_kill_9_cancel_and_stop(tmp_path: Path):
     recipes.mkdir()
     state.mkdir()
     _recipe(recipes / "slurm.toml", tmp_path / "where.log")
-    (tmp_path / "secret").write_text(SECRET + "\n")
-    config = tmp_path / "daemon.toml"
-    config.write_text(
-        f'state = "{state}"\nsecret_file = "{tmp_path / "secret"}"\nrecipes_dir = "{recipes}"\n'
-        'port = 0\nworkers = 1\nexecutor = "slurm"\nlease_s = 2\n'
-    )
+    config = write_config(tmp_path, SECRET, recipes, workers=1, executor="slurm", lease_s=2)
     log = tmp_path / "daemon.log"
     daemon = _start(config, state, log)
     try:
