@@ -15,8 +15,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The recipes ship as package data (attrib/recipes/): one copy, read by the demo and by users.
-RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+from attrib.shipped import Shipped, shipped_dir
+
+# The recipes ship with attrib (recipes/ at the top level): one copy, read by the demo and by users.
+RECIPES_DIR = shipped_dir(Shipped.RECIPES)
 DEMO_RECIPE = (RECIPES_DIR / "demo-cpu.toml").read_text()
 DEMO_CUPY_RECIPE = (RECIPES_DIR / "demo-cupy.toml").read_text()
 

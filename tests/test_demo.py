@@ -46,12 +46,11 @@ def test_demo_asked_for_the_gpu_without_one_is_one_clear_line(tmp_path):
 
 
 def test_demo_cupy_recipe_file_matches_the_embedded_text():
-    from pathlib import Path
-
     from attrib.demo import DEMO_CUPY_RECIPE
     from attrib.recipe import load_recipe
+    from attrib.shipped import Shipped, shipped_dir
 
-    path = Path(__file__).resolve().parent.parent / "attrib" / "recipes" / "demo-cupy.toml"
+    path = shipped_dir(Shipped.RECIPES) / "demo-cupy.toml"
     assert path.read_text() == DEMO_CUPY_RECIPE
     bench = load_recipe(path).benchmark(None)
     assert bench.cupy is not None and bench.cupy.kernel == "gemm_mma" and bench.cupy.include_dirs == ("include",)

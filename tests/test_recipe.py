@@ -116,7 +116,7 @@ def test_several_benchmarks_are_kept_in_order_and_chosen_by_name(tmp_path: Path)
 
 
 def test_demo_recipe_file_matches_the_embedded_text_and_loads() -> None:
-    path = REPO_ROOT / "attrib" / "recipes" / "demo-cpu.toml"
+    path = REPO_ROOT / "recipes" / "demo-cpu.toml"
     assert path.read_text() == DEMO_RECIPE
     recipe = load_recipe(path)
     assert recipe.name == "demo-cpu"

@@ -20,6 +20,7 @@ import docker
 import docker.errors
 
 from attrib.errors import ImageBuildError, InputError
+from attrib.shipped import Shipped, shipped_dir
 
 BASE_IMAGE = "attrib/debian-base:bookworm"
 CPU_IMAGE = "attrib/cpu:latest"
@@ -28,7 +29,7 @@ DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # The toolchain goes into the base itself, so building the images on top needs no network.
 BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates")
-CONTAINERS_DIR = Path(__file__).resolve().parent.parent / "containers"
+CONTAINERS_DIR = shipped_dir(Shipped.CONTAINERS)
 DEBOOTSTRAP_TIMEOUT_S = 1800
 
 
@@ -109,7 +110,7 @@ def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable
         log(f"{CPU_IMAGE} exists ({found[:19]}); --force rebuilds it")
         return found
     if not (CONTAINERS_DIR / "Dockerfile.cpu").is_file():
-        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (it ships in the attrib package: reinstall attrib)")
+        raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (containers/ ships with attrib: reinstall it)")
     return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log)
 
 

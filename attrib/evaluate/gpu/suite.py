@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"  # package data: attrib/kernels/
+from attrib.shipped import Shipped, shipped_dir
+
+KERNELS_DIR = shipped_dir(Shipped.KERNELS)
 TIMING_SOURCE = "timing.cu"
 Shape = Mapping[str, int]
 
