@@ -1,0 +1,167 @@
+"""The recipe as plain data: what to build, what to measure, and the defaults a recipe leaves
+out, as named constants so that docs/recipes.md and the code cannot disagree. Nothing here reads
+a file or validates a key (parse.py does), and nothing here imports a stage: every stage imports
+these records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from attrib.core.model import BlockStatistic, Direction
+from attrib.errors import RecipeError
+from attrib.evaluate.gpu.build import KernelSource
+from attrib.evaluate.gpu.metrics import STATIC_METRICS
+from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
+from attrib.formats.gbench import GbenchTime
+from attrib.recipe.slurm import SlurmSpec
+
+SCHEMA_VERSION = 1
+DEFAULT_BUILD_TIMEOUT_S = 600.0
+DEFAULT_RUN_TIMEOUT_S = 120.0
+DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
+DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
+DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
+RUNNERS = ("command", "cupy", "gbench", "nvbench")
+BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
+CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
+CUPY_METRICS = ("time", *STATIC_METRICS)
+DEFAULT_ARCHS = ("sm_90",)
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench samples are converted to the recipe's unit
+GBENCH_TIMES = tuple(GbenchTime)
+DEFAULT_GBENCH_UNIT = "ns"  # Google Benchmark's own default time unit
+DEFAULT_NVBENCH_UNIT = "ms"  # as the cupy runner: GPU kernels take micro- to milliseconds
+
+
+class NvbenchStopping(StrEnum):
+    """Who decides how many samples one NVBench run takes (docs/recipes.md)."""
+
+    SAMPLE_COUNT = "sample-count"  # attrib: exactly `reps` samples per run, one block
+    STDREL = "stdrel"  # NVBench's criteria, with at least `reps` samples
+    ENTROPY = "entropy"
+    COMMAND = "command"  # attrib adds no stopping option; the recipe's command decides
+
+
+NVBENCH_STOPPING = tuple(NvbenchStopping)
+
+
+@dataclass(frozen=True)
+class GbenchSpec:
+    """[benchmark.gbench]: which Google Benchmark benchmark of the binary, and which time."""
+
+    filter: str  # --benchmark_filter; it must select exactly one benchmark
+    time: GbenchTime = GbenchTime.REAL
+
+
+@dataclass(frozen=True)
+class NvbenchSpec:
+    """[benchmark.nvbench]: which NVBench benchmark and state, and who sizes a block."""
+
+    benchmark: str
+    axes: dict[str, str] = field(default_factory=dict)
+    stopping: NvbenchStopping = NvbenchStopping.SAMPLE_COUNT
+    jsonbin: bool = True  # per-sample times (--jsonbin); false: the state's summary only (--json)
+
+
+@dataclass(frozen=True)
+class CupySpec:
+    """[benchmark.cupy]: which suite kernel, and what the tree under test decides about it.
+    Paths are relative to the built checkout (docs/recipes.md)."""
+
+    kernel: str
+    dtype: str
+    shape: dict[str, int] = field(default_factory=dict)
+    source: str | None = None
+    binary: str | None = None  # a cubin or PTX file the build produced
+    function: str | None = None
+    defines: dict[str, str] = field(default_factory=dict)
+    include_dirs: tuple[str, ...] = ()
+    mode: str = CUPY_MODES[0]
+    archs: tuple[str, ...] = DEFAULT_ARCHS
+    metric: str = "time"
+    block_ms: float = DEFAULT_BLOCK_MS
+    throttle_fraction: float = DEFAULT_THROTTLE_FRACTION
+
+    def kernel_source(self, checkout: Path | None) -> KernelSource:
+        """The compile inputs for one checkout (None: attrib's own kernels/, no tree)."""
+        root = checkout or Path(".")
+        return KernelSource(
+            kernel=self.kernel,
+            dtype=self.dtype,
+            shape=dict(self.shape),
+            source=root / self.source if self.source else None,
+            binary=root / self.binary if self.binary else None,
+            function=self.function,
+            defines=dict(self.defines),
+            include_dirs=tuple(root / d for d in self.include_dirs),
+        )
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    commands: tuple[str, ...]
+    timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+    # --executor docker only: the image (or a Dockerfile to build it from), limits, network
+    image: str | None = None
+    dockerfile: str | None = None  # relative to the recipe file
+    network: bool = False
+    cpus: float | None = None
+    memory: str = DEFAULT_MEMORY
+    artifacts: tuple[str, ...] = ()  # globs of what the benchmark runs: hashed after each build
+
+    def cache_identity(self) -> str:
+        """Stable digest of everything in [build] that can change a build's output."""
+        fields = asdict(self)
+        if not fields["artifacts"]:
+            del fields["artifacts"]  # keeps the cache keys of recipes that declare none
+        blob = json.dumps(fields, sort_keys=True, default=list)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    name: str
+    runner: str
+    command: tuple[str, ...]
+    unit: str = "s"
+    direction: Direction = Direction.LOWER
+    timeout_s: float = DEFAULT_RUN_TIMEOUT_S
+    reps: int = DEFAULT_REPS
+    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
+    cupy: CupySpec | None = None
+    gbench: GbenchSpec | None = None
+    nvbench: NvbenchSpec | None = None
+
+    def argv(self, reps: int | None = None) -> list[str]:
+        n = str(self.reps if reps is None else reps)
+        return [part.replace("{reps}", n) for part in self.command]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    name: str
+    description: str
+    build: BuildSpec
+    benchmarks: tuple[BenchmarkSpec, ...]
+    slurm: SlurmSpec | None = None  # the [slurm] table; None: cluster defaults
+    search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
+    budget_s: float | None = None  # the recipe's default --budget
+
+    def benchmark(self, name: str | None) -> BenchmarkSpec:
+        if name is None:
+            if len(self.benchmarks) > 1:
+                names = ", ".join(b.name for b in self.benchmarks)
+                raise RecipeError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
+            return self.benchmarks[0]
+        for bench in self.benchmarks:
+            if bench.name == name:
+                return bench
+        names = ", ".join(b.name for b in self.benchmarks)
+        raise RecipeError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")

@@ -1,0 +1,357 @@
+"""Reading a recipe: TOML → the records of model.py. Validation is strict and happens on load:
+an unknown key, a missing key or a wrong type is one `RecipeError` naming the file, the dotted
+key and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from attrib.core.model import BlockStatistic, Direction
+from attrib.errors import RecipeError
+from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
+from attrib.evaluate.gpu.suite import SUITE
+from attrib.formats.gbench import GbenchTime
+from attrib.recipe.checks import (
+    _BOOL,
+    _OPT_STR,
+    _POS_INT,
+    _POS_NUM,
+    _STR,
+    _STR_LIST,
+    _STR_TABLE,
+    Check,
+    _check_table,
+    _enum,
+)
+from attrib.recipe.model import (
+    BLOCK_STATISTICS,
+    CUPY_METRICS,
+    CUPY_MODES,
+    DEFAULT_ARCHS,
+    DEFAULT_BUILD_TIMEOUT_S,
+    DEFAULT_GBENCH_UNIT,
+    DEFAULT_MEMORY,
+    DEFAULT_MIN_CHANGE_PCT,
+    DEFAULT_NVBENCH_UNIT,
+    DEFAULT_REPS,
+    DEFAULT_RUN_TIMEOUT_S,
+    GBENCH_TIMES,
+    NVBENCH_STOPPING,
+    RUNNERS,
+    SCHEMA_VERSION,
+    TIME_UNITS,
+    BenchmarkSpec,
+    BuildSpec,
+    CupySpec,
+    GbenchSpec,
+    NvbenchSpec,
+    NvbenchStopping,
+    Recipe,
+)
+from attrib.recipe.slurm import _parse_slurm
+
+# --- a tiny declarative checker: each key has a type check and an expectation text ---------
+
+_TOP: dict[str, tuple[Check, bool]] = {
+    "schema": ((lambda v: type(v) is int and v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
+    "name": (_STR, True),
+    "description": (_OPT_STR, False),
+    "build": ((lambda v: isinstance(v, dict), "a table [build]"), True),
+    "benchmark": (
+        (lambda v: isinstance(v, list) and len(v) > 0, "at least one [[benchmark]] table"),
+        True,
+    ),
+    "slurm": ((lambda v: isinstance(v, dict), "a table [slurm]"), False),
+    "search": ((lambda v: isinstance(v, dict), "a table [search]"), False),
+}
+_MEMORY: Check = (
+    lambda v: isinstance(v, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None,
+    'a memory size such as "4g" or "512m"',
+)
+_GLOBS: Check = (
+    lambda v: (
+        isinstance(v, list)
+        and len(v) > 0
+        and all(isinstance(x, str) and x != "" and not x.startswith("/") and ".." not in Path(x).parts for x in v)
+    ),
+    'a non-empty list of globs relative to the checkout, such as ["bench", "lib/*.so"]',
+)
+_BUILD: dict[str, tuple[Check, bool]] = {
+    "commands": (_STR_LIST, True),
+    "artifacts": (_GLOBS, False),
+    "timeout_s": (_POS_NUM, False),
+    "env": (_STR_TABLE, False),
+    "image": (_STR, False),
+    "dockerfile": (_STR, False),
+    "network": (_BOOL, False),
+    "cpus": (_POS_NUM, False),
+    "memory": (_MEMORY, False),
+}
+_SEARCH: dict[str, tuple[Check, bool]] = {
+    "paths": (
+        (
+            lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x and not x.startswith("/") for x in v),
+            'a non-empty list of paths relative to the repository, such as ["kernels/", "include/"]',
+        ),
+        False,
+    ),
+    "budget": (
+        (lambda v: isinstance(v, str) and parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'),
+        False,
+    ),
+}
+_BENCH: dict[str, tuple[Check, bool]] = {
+    "name": (_STR, True),
+    "runner": (_enum(RUNNERS), True),
+    "command": (_STR_LIST, False),  # required for runner "command"
+    "unit": (_STR, False),
+    "direction": (_enum(tuple(d.value for d in Direction)), False),
+    "timeout_s": (_POS_NUM, False),
+    "reps": (_POS_INT, False),
+    "min_change_pct": (_POS_NUM, False),
+    "block_statistic": (_enum(BLOCK_STATISTICS), False),
+    "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
+    "gbench": ((lambda v: isinstance(v, dict), "a table [benchmark.gbench]"), False),
+    "nvbench": ((lambda v: isinstance(v, dict), "a table [benchmark.nvbench]"), False),
+}
+_REL_PATH: Check = (
+    lambda v: isinstance(v, str) and v != "" and not v.startswith("/") and ".." not in Path(v).parts,
+    "a path relative to the checkout (no '..')",
+)
+_ARCH: Check = (
+    lambda v: (
+        isinstance(v, list)
+        and len(v) > 0
+        and all(isinstance(x, str) and re.fullmatch(r"(sm|compute)_\d+a?", x) for x in v)
+    ),
+    'a non-empty list of architectures such as ["sm_90"]',
+)
+_DEFINES: Check = (
+    lambda v: (
+        isinstance(v, dict)
+        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v)
+        and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v.values())
+    ),
+    "a table of macro names to string or integer values",
+)
+_CUPY: dict[str, tuple[Check, bool]] = {
+    "kernel": (_enum(tuple(SUITE)), True),
+    "dtype": (_STR, False),
+    "shape": ((lambda v: isinstance(v, dict), "a table of problem sizes"), False),
+    "source": (_REL_PATH, False),
+    "binary": (_REL_PATH, False),
+    "function": (_STR, False),
+    "defines": (_DEFINES, False),
+    "include_dirs": (
+        (lambda v: isinstance(v, list) and all(_REL_PATH[0](x) for x in v), "a list of paths relative to the checkout"),
+        False,
+    ),
+    "mode": (_enum(CUPY_MODES), False),
+    "arch": (_ARCH, False),
+    "metric": (_enum(CUPY_METRICS), False),
+    "block_ms": (_POS_NUM, False),
+    "throttle_fraction": (
+        (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1, "a number in [0, 1)"),
+        False,
+    ),
+}
+
+
+def _parse_cupy(path: Path, prefix: str, table: dict[str, Any]) -> CupySpec:
+    _check_table(path, prefix, table, _CUPY)
+    kdef = SUITE[table["kernel"]]
+    dtype = table.get("dtype", kdef.dtypes[0])
+    if dtype not in kdef.dtypes:
+        raise RecipeError(
+            path, prefix + "dtype", f"kernel {kdef.name} takes dtype " + " or ".join(f'"{d}"' for d in kdef.dtypes)
+        )
+    shape = table.get("shape", {})
+    if problem := kdef.shape_errors(shape):
+        raise RecipeError(path, prefix + "shape", problem)
+    if "source" in table and "binary" in table:
+        raise RecipeError(
+            path, prefix + "binary", "give either source (compiled by attrib) or binary (built by the tree), not both"
+        )
+    if "function" in table and len(kdef.entries({**kdef.default_shape, **shape}, dtype)) > 1:
+        raise RecipeError(
+            path,
+            prefix + "function",
+            f"kernel {kdef.name} launches several functions; rename them in the source instead",
+        )
+    if "binary" in table and table.get("metric", "time") != "time":
+        raise RecipeError(
+            path, prefix + "metric", "static metrics need a source attrib compiles, not a prebuilt binary"
+        )
+    return CupySpec(
+        kernel=kdef.name,
+        dtype=dtype,
+        shape=dict(shape),
+        source=table.get("source"),
+        binary=table.get("binary"),
+        function=table.get("function"),
+        defines={k: str(v) for k, v in table.get("defines", {}).items()},
+        include_dirs=tuple(table.get("include_dirs", ())),
+        mode=table.get("mode", CUPY_MODES[0]),
+        archs=tuple(table.get("arch", DEFAULT_ARCHS)),
+        metric=table.get("metric", "time"),
+        block_ms=float(table.get("block_ms", DEFAULT_BLOCK_MS)),
+        throttle_fraction=float(table.get("throttle_fraction", DEFAULT_THROTTLE_FRACTION)),
+    )
+
+
+def _regex(v: Any) -> bool:
+    try:
+        re.compile(v)
+    except (re.error, TypeError):
+        return False
+    return isinstance(v, str) and v != ""
+
+
+_GBENCH: dict[str, tuple[Check, bool]] = {
+    "filter": ((_regex, "a non-empty regular expression (--benchmark_filter)"), True),
+    "time": (_enum(GBENCH_TIMES), False),
+}
+_AXES: Check = (
+    lambda v: (
+        isinstance(v, dict)
+        and all(k and "=" not in k and "[" not in k for k in v)
+        and all(isinstance(x, (str, int)) and not isinstance(x, bool) and str(x) != "" for x in v.values())
+    ),
+    'a table of axis names to values as NVBench prints them, such as { T = "F32", Elements = "2^24" }',
+)
+_NVBENCH: dict[str, tuple[Check, bool]] = {
+    "benchmark": (_STR, True),
+    "axes": (_AXES, False),
+    "stopping": (_enum(NVBENCH_STOPPING), False),
+    "jsonbin": (_BOOL, False),
+}
+
+
+def _parse_tool_table(
+    path: Path, prefix: str, runner: str, bench_t: dict[str, Any]
+) -> tuple[GbenchSpec | None, NvbenchSpec | None]:
+    """[benchmark.gbench] / [benchmark.nvbench]: required by their runner, refused elsewhere."""
+    for tool in ("gbench", "nvbench"):
+        if runner == tool and tool not in bench_t:
+            raise RecipeError(path, prefix + tool, f'missing; runner "{tool}" needs a [benchmark.{tool}] table')
+        if runner != tool and tool in bench_t:
+            raise RecipeError(path, prefix + tool, f'only for runner = "{tool}"')
+    if runner == "gbench":
+        table = bench_t["gbench"]
+        _check_table(path, prefix + "gbench.", table, _GBENCH)
+        return GbenchSpec(filter=table["filter"], time=GbenchTime(table.get("time", GbenchTime.REAL))), None
+    if runner == "nvbench":
+        table = bench_t["nvbench"]
+        _check_table(path, prefix + "nvbench.", table, _NVBENCH)
+        axes = {k: str(v) for k, v in table.get("axes", {}).items()}
+        return None, NvbenchSpec(
+            benchmark=table["benchmark"],
+            axes=axes,
+            stopping=NvbenchStopping(table.get("stopping", NvbenchStopping.SAMPLE_COUNT)),
+            jsonbin=bool(table.get("jsonbin", True)),
+        )
+    return None, None
+
+
+def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
+    _check_table(path, "", data, _TOP)
+    build_t = data["build"]
+    _check_table(path, "build.", build_t, _BUILD)
+    search_t = data.get("search", {})
+    _check_table(path, "search.", search_t, _SEARCH)
+    if "image" in build_t and "dockerfile" in build_t:
+        raise RecipeError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
+    benches: list[BenchmarkSpec] = []
+    seen: set[str] = set()
+    for i, bench_t in enumerate(data["benchmark"]):
+        prefix = f"benchmark[{i}]."
+        if not isinstance(bench_t, dict):
+            raise RecipeError(path, f"benchmark[{i}]", "expected a table")
+        _check_table(path, prefix, bench_t, _BENCH)
+        runner = bench_t["runner"]
+        if runner in ("command", "gbench", "nvbench") and "command" not in bench_t:
+            raise RecipeError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
+        if runner == "cupy" and "command" in bench_t:
+            raise RecipeError(
+                path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
+            )
+        if runner == "cupy" and "cupy" not in bench_t:
+            raise RecipeError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
+        if runner != "cupy" and "cupy" in bench_t:
+            raise RecipeError(path, prefix + "cupy", 'only for runner = "cupy"')
+        cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == "cupy" else None
+        gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
+        default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
+        if gbench or nvbench:
+            default_unit = DEFAULT_GBENCH_UNIT if gbench else DEFAULT_NVBENCH_UNIT
+            if bench_t.get("unit", default_unit) not in TIME_UNITS:
+                units = ", ".join(f'"{u}"' for u in TIME_UNITS)
+                raise RecipeError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
+        if bench_t["name"] in seen:
+            raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
+        seen.add(bench_t["name"])
+        benches.append(
+            BenchmarkSpec(
+                name=bench_t["name"],
+                runner=bench_t["runner"],
+                command=tuple(bench_t.get("command", ())),
+                unit=bench_t.get("unit", default_unit),
+                direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
+                timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
+                reps=int(bench_t.get("reps", DEFAULT_REPS)),
+                min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
+                block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
+                cupy=cupy,
+                gbench=gbench,
+                nvbench=nvbench,
+            )
+        )
+    return Recipe(
+        path=path,
+        name=data["name"],
+        description=data.get("description", ""),
+        build=BuildSpec(
+            commands=tuple(build_t["commands"]),
+            timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
+            env=dict(build_t.get("env", {})),
+            image=build_t.get("image"),
+            dockerfile=build_t.get("dockerfile"),
+            network=bool(build_t.get("network", False)),
+            cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
+            memory=build_t.get("memory", DEFAULT_MEMORY),
+            artifacts=tuple(build_t.get("artifacts", ())),
+        ),
+        benchmarks=tuple(benches),
+        slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
+        search_paths=tuple(search_t.get("paths", ())),
+        budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
+    )
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*")
+
+
+def parse_duration(text: str) -> float | None:
+    """ "30m" -> 1800.0, "2h", "90s", "45" (seconds); None when it is not a duration."""
+    m = _DURATION.fullmatch(text)
+    if not m or float(m.group(1)) <= 0:
+        return None
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+
+
+def load_recipe(path: Path) -> Recipe:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RecipeError(path, "", "recipe file not found") from None
+    except OSError as exc:
+        raise RecipeError(path, "", f"cannot read recipe ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RecipeError(path, "", f"not valid TOML ({exc})") from None
+    return parse_recipe(data, path)
