@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from attrib.core.model import CommitInfo, Verdict
-from attrib.evaluate.builds import BuildRecord
+from attrib.core.model import BuildRecord, CommitInfo, Verdict
 
 
 class Events(Protocol):

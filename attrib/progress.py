@@ -11,8 +11,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from attrib.core.model import CommitInfo, Verdict
-from attrib.evaluate.builds import BuildRecord
+from attrib.core.model import BuildRecord, CommitInfo, Verdict
 
 _VERDICT_STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow", Verdict.INCONCLUSIVE: "magenta"}
 

@@ -10,9 +10,9 @@ import pytest
 
 from attrib.core.model import Direction
 from attrib.evaluate.gpu.build import KernelSource, compile_kernel
-from attrib.evaluate.gpu.suite import KERNELS_DIR, SUITE_BENCHMARKS
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
+from attrib.suite import KERNELS_DIR, SUITE_BENCHMARKS
 
 pytestmark = pytest.mark.gpu
 

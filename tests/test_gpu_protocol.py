@@ -208,9 +208,9 @@ def test_a_fast_wrong_kernel_is_a_failed_run_every_time_and_is_never_timed(tmp_p
     dev = FakeDevice()
     runner = CupyRunner(_spec(), device_factory=lambda: dev)
     bad = _tree(tmp_path / "bad", 0)
-    from attrib.evaluate.gpu.build import compile_kernel
+    from attrib.evaluate.gpu.build import compile_kernel, kernel_source
 
-    check_instance = compile_kernel(runner.cupy.kernel_source(bad), "sm_90", {"M": 200, "N": 136, "K": 96})
+    check_instance = compile_kernel(kernel_source(runner.cupy, bad), "sm_90", {"M": 200, "N": 136, "K": 96})
     dev.wrong_digests = {check_instance.digest}
     first, second = runner.run(bad), runner.run(bad)
     assert not first.ok and first.error == second.error

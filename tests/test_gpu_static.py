@@ -10,11 +10,11 @@ import pytest
 from attrib.core.model import Direction
 from attrib.errors import KernelCompileError
 from attrib.evaluate.gpu import nvrtc
-from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel, kernel_source
 from attrib.evaluate.gpu.metrics import parse_ptxas_log, static_diff
-from attrib.evaluate.gpu.suite import SUITE, SUITE_BENCHMARKS
 from attrib.evaluate.runners.cupy import STATIC_OFFSET, CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
+from attrib.suite import SUITE, SUITE_BENCHMARKS
 
 
 @pytest.mark.parametrize("bench", SUITE_BENCHMARKS, ids=[b.name for b in SUITE_BENCHMARKS])
@@ -83,9 +83,9 @@ def _header_spec(metric: str = "time") -> CupySpec:
 def test_headers_come_from_each_checkout_so_binaries_differ_with_them(tmp_path: Path) -> None:
     """The reason attrib compiles itself: a header change must change the binary."""
     spec = _header_spec()
-    a = compile_kernel(spec.kernel_source(_tree_with_tile_header(tmp_path / "a", 8)))
-    b = compile_kernel(spec.kernel_source(_tree_with_tile_header(tmp_path / "b", 0)))
-    same = compile_kernel(spec.kernel_source(_tree_with_tile_header(tmp_path / "c", 8)))
+    a = compile_kernel(kernel_source(spec, _tree_with_tile_header(tmp_path / "a", 8)))
+    b = compile_kernel(kernel_source(spec, _tree_with_tile_header(tmp_path / "b", 0)))
+    same = compile_kernel(kernel_source(spec, _tree_with_tile_header(tmp_path / "c", 8)))
     assert a.digest != b.digest and a.digest == same.digest
     assert a.primary_metrics().shared_bytes == 10240 and b.primary_metrics().shared_bytes == 8192  # type: ignore[union-attr]
 

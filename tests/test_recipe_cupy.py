@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from test_recipe import TOP, assert_one_line_error, load_error, write
 
-from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
-from attrib.recipe import load_recipe
+from attrib.evaluate.gpu.build import kernel_source
+from attrib.recipe import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION, load_recipe
 
 BUILD = '[build]\ncommands = ["true"]\n'
 CUPY = '[[benchmark]]\nname = "g"\nrunner = "cupy"\n[benchmark.cupy]\nkernel = "gemm_mma"\n'
@@ -45,7 +45,7 @@ def test_every_cupy_key_is_used_and_paths_resolve_in_the_checkout(tmp_path: Path
         5.0,
     )
     assert bench.unit == "registers + 1"
-    src = c.kernel_source(Path("/co"))
+    src = kernel_source(c, Path("/co"))
     assert src.source == Path("/co/src/gemm.cu")
     assert src.include_dirs == (Path("/co/include"), Path("/co/third_party/inc"))
     assert "-DSMEM_PAD=0" in src.options() and "-DTAG=x" in src.options() and "-I/co/include" in src.options()

@@ -138,3 +138,22 @@ class CommitInfo:
     @property
     def is_merge(self) -> bool:
         return len(self.parents) > 1
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """One build of one commit, as the builder wrote it down (evaluate/builds.py). It sits here,
+    with the rest of the vocabulary, because the progress protocol (events.py) and the records of
+    the result name it; only the builder makes one."""
+
+    key: str
+    commit: str
+    tree: str
+    ok: bool
+    reason: str  # why it failed; empty when ok
+    log_path: str
+    checkout: str
+    duration_s: float
+    cached: bool = False
+    artifact: str = ""  # content digest of the [build] artifacts; "" when none are declared
+    artifact_files: tuple[tuple[str, str], ...] = ()  # (path, sha256) of each artifact file

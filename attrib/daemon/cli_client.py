@@ -31,7 +31,7 @@ SecretFileOpt = typer.Option(
 )
 
 
-def _secret(secret_file: Path | None) -> str:
+def read_client_secret(secret_file: Path | None) -> str:
     if secret_file is not None:
         from attrib.daemon.config import read_secret
 
@@ -70,7 +70,7 @@ def request(
     return status, answer
 
 
-def _check(status: int, answer: dict[str, Any], what: str) -> dict[str, Any]:
+def check_answer(status: int, answer: dict[str, Any], what: str) -> dict[str, Any]:
     message = str(answer.get("error", f"HTTP {status}"))
     if status == 401:
         raise ClientError(f"{what}: the daemon refused the secret ({message})")
@@ -147,8 +147,8 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             flag = {"repo": repo_text, "good": good, "bad": bad, "recipe": recipe}
             flag.update({k: v for k, v in (("benchmark", benchmark), ("source", source), ("file_issue", file_issue)) if v})
             body = json.dumps(flag).encode()
-            answer = _check(
-                *request(url or DEFAULT_URL, "POST", "/v1/regressions", _secret(secret_file), body, sign_body=True), "submit"
+            answer = check_answer(
+                *request(url or DEFAULT_URL, "POST", "/v1/regressions", read_client_secret(secret_file), body, sign_body=True), "submit"
             )
             if answer.get("duplicate_of"):
                 typer.echo(f"{answer['id']} (duplicate of the active job {answer['duplicate_of']}: merged)")
@@ -169,7 +169,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         def go() -> int:
             path = "/v1/jobs" + (f"?state={urllib.parse.quote(state)}" if state else "")
-            answer = _check(*request(url or DEFAULT_URL, "GET", path, _secret(secret_file)), "jobs")
+            answer = check_answer(*request(url or DEFAULT_URL, "GET", path, read_client_secret(secret_file)), "jobs")
             if json_out:
                 typer.echo(json.dumps(answer, indent=2))
                 return 0
@@ -191,7 +191,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         from attrib.result import BisectResult, from_json
 
         def go() -> int:
-            answer = _check(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", _secret(secret_file)), "status")
+            answer = check_answer(*request(url or DEFAULT_URL, "GET", f"/v1/jobs/{job_id}", read_client_secret(secret_file)), "status")
             if json_out:
                 typer.echo(json.dumps(answer, indent=2))
                 return 0
@@ -220,7 +220,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         def go() -> int:
             path = f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}/cancel"
-            answer = _check(*request(url or DEFAULT_URL, "POST", path, _secret(secret_file)), "cancel")
+            answer = check_answer(*request(url or DEFAULT_URL, "POST", path, read_client_secret(secret_file)), "cancel")
             typer.echo(f"{answer['id']} {answer['state']}" + (" (stopping)" if answer.get("cancel_requested") else ""))
             return 0
 

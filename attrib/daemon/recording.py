@@ -21,10 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import CommitInfo, Verdict
+from attrib.core.model import BuildRecord, CommitInfo, Verdict
 from attrib.daemon.store import Job, Store
 from attrib.errors import JobStopped
-from attrib.evaluate.builds import BuildRecord
 from attrib.evaluate.runners import Runner, RunResult
 
 PROGRESS_EVERY_S = 1.0  # progress rows are rewritten at most this often (samples are not throttled)

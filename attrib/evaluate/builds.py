@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from attrib.core.model import CommitInfo
+from attrib.core.model import BuildRecord, CommitInfo
 from attrib.evaluate.artifacts import hash_artifacts
 from attrib.evaluate.executors import Executor
 from attrib.fsutil import atomic_write_text, file_lock
@@ -24,26 +24,13 @@ from attrib.workdir import WorkDir
 LOG_TAIL_LINES = 20
 
 
-@dataclass(frozen=True)
-class BuildRecord:
-    key: str
-    commit: str
-    tree: str
-    ok: bool
-    reason: str  # why it failed; empty when ok
-    log_path: str
-    checkout: str
-    duration_s: float
-    cached: bool = False
-    artifact: str = ""  # content digest of the [build] artifacts; "" when none are declared
-    artifact_files: tuple[tuple[str, str], ...] = ()  # (path, sha256) of each artifact file
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = Path(self.log_path).read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+def log_tail(record: BuildRecord, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines of a build's log ("" when it cannot be read)."""
+    try:
+        text = Path(record.log_path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
 
 
 class Builder:

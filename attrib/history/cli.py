@@ -95,7 +95,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         secret_file: Path | None = typer.Option(None, "--secret-file", envvar="ATTRIB_SECRET_FILE", help="File holding the shared secret."),
     ) -> None:
         """Send result files to the daemon (signed POST /v1/results); it detects and bisects."""
-        from attrib.daemon.cli_client import DEFAULT_URL, _check, _secret, request
+        from attrib.daemon.cli_client import DEFAULT_URL, check_answer, read_client_secret, request
 
         def go() -> int:
             _options(fmt, commit, config, when)  # bad options fail here, before anything is sent
@@ -103,8 +103,8 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
                 "project": project, "format": fmt, "commit": commit, "config": config or [], "time": when,
                 "files": [{"name": n, "content": t} for n, t in _read(files)],
             }  # fmt: skip
-            answer = _check(
-                *request(url or DEFAULT_URL, "POST", "/v1/results", _secret(secret_file), json.dumps(body).encode(), sign_body=True),
+            answer = check_answer(
+                *request(url or DEFAULT_URL, "POST", "/v1/results", read_client_secret(secret_file), json.dumps(body).encode(), sign_body=True),
                 "history push",
             )
             for f in answer["files"]:

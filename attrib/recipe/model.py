@@ -14,9 +14,6 @@ from pathlib import Path
 
 from attrib.core.model import BlockStatistic, Direction
 from attrib.errors import RecipeError
-from attrib.evaluate.gpu.build import KernelSource
-from attrib.evaluate.gpu.metrics import STATIC_METRICS
-from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.slurm import SlurmSpec
 
@@ -29,7 +26,12 @@ DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 RUNNERS = ("command", "cupy", "gbench", "nvbench")
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
+# What ptxas reports about a compiled kernel that a recipe may bisect on (evaluate/gpu/metrics.py
+# reads them); the names are the recipe's vocabulary, so they live here.
+STATIC_METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_bytes", "binary_bytes")
 CUPY_METRICS = ("time", *STATIC_METRICS)
+DEFAULT_BLOCK_MS = 10.0  # GPU time per block of the cupy runner (evaluate/gpu/protocol.py)
+DEFAULT_THROTTLE_FRACTION = 0.75  # nvbench's threshold: a block whose clock fell below it is retaken
 DEFAULT_ARCHS = ("sm_90",)
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench samples are converted to the recipe's unit
 GBENCH_TIMES = tuple(GbenchTime)
@@ -85,20 +87,6 @@ class CupySpec:
     metric: str = "time"
     block_ms: float = DEFAULT_BLOCK_MS
     throttle_fraction: float = DEFAULT_THROTTLE_FRACTION
-
-    def kernel_source(self, checkout: Path | None) -> KernelSource:
-        """The compile inputs for one checkout (None: attrib's own kernels/, no tree)."""
-        root = checkout or Path(".")
-        return KernelSource(
-            kernel=self.kernel,
-            dtype=self.dtype,
-            shape=dict(self.shape),
-            source=root / self.source if self.source else None,
-            binary=root / self.binary if self.binary else None,
-            function=self.function,
-            defines=dict(self.defines),
-            include_dirs=tuple(root / d for d in self.include_dirs),
-        )
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ from typing import Any
 
 from attrib.core.model import BlockStatistic, Direction
 from attrib.errors import RecipeError
-from attrib.evaluate.gpu.protocol import DEFAULT_BLOCK_MS, DEFAULT_THROTTLE_FRACTION
-from attrib.evaluate.gpu.suite import SUITE
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.checks import (
     _BOOL,
@@ -32,6 +30,7 @@ from attrib.recipe.model import (
     CUPY_METRICS,
     CUPY_MODES,
     DEFAULT_ARCHS,
+    DEFAULT_BLOCK_MS,
     DEFAULT_BUILD_TIMEOUT_S,
     DEFAULT_GBENCH_UNIT,
     DEFAULT_MEMORY,
@@ -39,6 +38,7 @@ from attrib.recipe.model import (
     DEFAULT_NVBENCH_UNIT,
     DEFAULT_REPS,
     DEFAULT_RUN_TIMEOUT_S,
+    DEFAULT_THROTTLE_FRACTION,
     GBENCH_TIMES,
     NVBENCH_STOPPING,
     RUNNERS,
@@ -53,6 +53,7 @@ from attrib.recipe.model import (
     Recipe,
 )
 from attrib.recipe.slurm import _parse_slurm
+from attrib.suite import SUITE
 
 # --- a tiny declarative checker: each key has a type check and an expectation text ---------
 

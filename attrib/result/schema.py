@@ -64,8 +64,16 @@ def compare_to_json(result: CompareResult) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def to_json(result: Result) -> dict[str, Any]:
+    """The document of a result (docs/result-schema.md). A function here, not a method of the
+    records: types.py stays the bottom of result/ and imports nothing of it."""
+    if isinstance(result, BisectResult):
+        return bisect_to_json(result)
+    return compare_to_json(result)
+
+
 def dump(result: Result) -> str:
-    return json.dumps(result.to_json(), indent=2) + "\n"
+    return json.dumps(to_json(result), indent=2) + "\n"
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The result as immutable records: what a bisection (or one comparison) found, and how.
 
 These are the only shape consumers see (report, plot, CLI, trackers, daemon); the JSON
-document (docs/result-schema.md) is their `to_json()`, and `from_json` (result/schema.py)
-reads it back, validated and migrated from older schemas. Field names are the JSON keys and
+document (docs/result-schema.md) is written by `to_json` and read back, validated and migrated
+from older schemas, by `from_json` (both result/schema.py). Field names are the JSON keys and
 their order is the document's. Mappings are plain dicts inside frozen records: nobody edits
 a result after the writer (result/writer.py) made it.
 """
@@ -316,11 +316,6 @@ class BisectResult:
 
     kind = ResultKind.BISECT
 
-    def to_json(self) -> dict[str, Any]:
-        from attrib.result.schema import bisect_to_json
-
-        return bisect_to_json(self)
-
 
 @dataclass(frozen=True)
 class CompareResult:
@@ -335,11 +330,6 @@ class CompareResult:
     medians: Mapping[str, float] = field(default_factory=dict)
 
     kind = ResultKind.COMPARE
-
-    def to_json(self) -> dict[str, Any]:
-        from attrib.result.schema import compare_to_json
-
-        return compare_to_json(self)
 
 
 Result = BisectResult | CompareResult

@@ -23,6 +23,7 @@ from attrib import __version__
 from attrib.bisection import Outcome, RevertCheck
 from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, to_pct
+from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.recipe import BenchmarkSpec, Recipe
@@ -319,7 +320,7 @@ def build_result(
         builds_fresh=ctx.builds_fresh,
         builds_cached=sum(1 for b in built if b.cached),
         build_failures=tuple(
-            BuildFailure(sha, rec.info.subject, rec.build.reason, rec.build.log_path, rec.build.log_tail())
+            BuildFailure(sha, rec.info.subject, rec.build.reason, rec.build.log_path, log_tail(rec.build))
             for sha, rec in outcome.commits.items()
             if rec.build is not None and not rec.build.ok
         ),

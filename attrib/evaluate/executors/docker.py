@@ -27,7 +27,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from attrib.errors import EngineUnavailable, ImageMissing
-from attrib.evaluate.executors import ProcessResult
+from attrib.evaluate.executors.base import ProcessResult
 
 CONTAINER_WORKDIR = "/src"
 BUILD_UID = 1000  # the image's non-root user (containers/Dockerfile.cpu creates it)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from attrib.evaluate.executors import ProcessResult
+from attrib.evaluate.executors.base import ProcessResult
 
 
 def run_process(

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.errors import JobStopped, SlurmInterrupted, SlurmUnavailable
-from attrib.evaluate.executors import ProcessResult
+from attrib.evaluate.executors.base import ProcessResult
 from attrib.evaluate.executors.local import run_process
 from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, JobWatcher, SlurmCli
 from attrib.evaluate.executors.slurm_plan import (

@@ -12,7 +12,8 @@ from typing import Any
 from attrib.errors import KernelCompileError
 from attrib.evaluate.gpu import nvrtc
 from attrib.evaluate.gpu.metrics import KernelMetrics, parse_ptxas_log
-from attrib.evaluate.gpu.suite import KERNELS_DIR, SUITE, KernelDef
+from attrib.recipe.model import CupySpec
+from attrib.suite import KERNELS_DIR, SUITE, KernelDef
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,22 @@ class KernelSource:
 
     def source_path(self) -> Path:
         return self.source or KERNELS_DIR / self.definition.source
+
+
+def kernel_source(spec: CupySpec, checkout: Path | None) -> KernelSource:
+    """The compile inputs of a recipe's cupy table for one checkout (None: attrib's own kernels/,
+    no tree). The recipe stays plain data; this stage turns it into what it compiles."""
+    root = checkout or Path(".")
+    return KernelSource(
+        kernel=spec.kernel,
+        dtype=spec.dtype,
+        shape=dict(spec.shape),
+        source=root / spec.source if spec.source else None,
+        binary=root / spec.binary if spec.binary else None,
+        function=spec.function,
+        defines=dict(spec.defines),
+        include_dirs=tuple(root / d for d in spec.include_dirs),
+    )
 
 
 @dataclass(frozen=True)

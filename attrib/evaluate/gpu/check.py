@@ -20,7 +20,7 @@ from typing import Any
 from attrib.evaluate.gpu.build import KernelSource, compile_kernel
 from attrib.evaluate.gpu.device import CupyDevice
 from attrib.evaluate.gpu.protocol import calibrate, measure_blocks
-from attrib.evaluate.gpu.suite import SUITE, SUITE_BENCHMARKS
+from attrib.suite import SUITE, SUITE_BENCHMARKS
 
 BLOCKS = 10
 

@@ -14,7 +14,7 @@ import numpy as np
 from attrib.errors import GpuUnavailable
 from attrib.evaluate.gpu.build import CompiledKernel, timing_module
 from attrib.evaluate.gpu.protocol import CLOCK_PROBE_NS
-from attrib.evaluate.gpu.suite import KernelDef, Problem
+from attrib.suite import KernelDef, Problem
 
 # Dense arithmetic per SM per clock, by compute capability: (fp32 FLOP, fp16/bf16 tensor FLOP).
 # From NVIDIA's architecture whitepapers; the tensor figure is mma's dense rate.

@@ -10,10 +10,10 @@ from typing import Any
 
 from attrib.errors import InputError, KernelCompileError
 from attrib.evaluate.gpu import nvrtc
-from attrib.evaluate.gpu.build import KernelSource, compile_kernel
+from attrib.evaluate.gpu.build import KernelSource, compile_kernel, kernel_source
 from attrib.evaluate.gpu.metrics import KernelMetrics
-from attrib.evaluate.gpu.suite import SUITE_BENCHMARKS
 from attrib.recipe import Recipe
+from attrib.suite import SUITE_BENCHMARKS
 
 # constant memory is left out: ptxas for sm_90 no longer reports it, and a column of zeros would claim it did
 COLUMNS = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_bytes", "binary_bytes")
@@ -47,7 +47,7 @@ def targets_from_recipe(
     cupy = [b for b in benches if b.cupy is not None]
     if not cupy:
         raise InputError(f'{recipe.path}: no benchmark with runner = "cupy" to inspect')
-    return [(b.name, b.cupy.kernel_source(checkout)) for b in cupy if b.cupy is not None]
+    return [(b.name, kernel_source(b.cupy, checkout)) for b in cupy if b.cupy is not None]
 
 
 def inspect(targets: list[tuple[str, KernelSource]], archs: tuple[str, ...]) -> list[Row]:

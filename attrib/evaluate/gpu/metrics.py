@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from attrib.recipe.model import STATIC_METRICS
+
 # The metrics a recipe may bisect on (runner "cupy", metric = ...); all are per kernel entry.
-STATIC_METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_bytes", "binary_bytes")
 
 
 @dataclass(frozen=True)

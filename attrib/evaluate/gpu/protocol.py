@@ -16,11 +16,9 @@ from typing import Any, Protocol
 
 EVENT_RESOLUTION_MS = 0.0005  # CUDA events resolve about 0.5 us
 MIN_EVENT_SPAN = 200  # a timed span should be this many resolutions long: 0.5 % quantisation
-DEFAULT_BLOCK_MS = 10.0  # GPU time per block
 MAX_LAUNCHES = 10_000
 HOLD_MARGIN = 2.0  # hold the stream for twice the measured host enqueue time
 MAX_HOLD_MS = 200.0
-DEFAULT_THROTTLE_FRACTION = 0.75  # nvbench's threshold
 CLOCK_PROBE_NS = 100_000  # 100 us of %globaltimer: its ~1 us ticks then cost under 1 %
 WARMUP_LAUNCHES = 3
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.errors import AttribError, KernelCompileError
-from attrib.evaluate.gpu.build import CompiledKernel, compile_kernel
+from attrib.evaluate.gpu.build import CompiledKernel, compile_kernel, kernel_source
 from attrib.evaluate.gpu.metrics import KernelMetrics, static_diff
 from attrib.evaluate.gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
 from attrib.evaluate.runners import RunnerEvidence, RunResult, StaticDiff, Step
@@ -52,7 +52,7 @@ class CupyRunner:
         key = ((checkout or Path("")).resolve(), arch)
         if key not in self._static:
             try:
-                compiled = compile_kernel(self.cupy.kernel_source(checkout), arch)
+                compiled = compile_kernel(kernel_source(self.cupy, checkout), arch)
                 m = compiled.primary_metrics()
                 self._static[key] = m if m is not None else compiled.metrics_note or f"no ptxas report for {arch}"
             except KernelCompileError as exc:
@@ -159,7 +159,7 @@ class CupyRunner:
         self._prepared[key] = prepared
         dev = self.device
         try:
-            src = self.cupy.kernel_source(checkout)
+            src = kernel_source(self.cupy, checkout)
             kdef = src.definition
             shape = src.full_shape()
             check_shape = kdef.check_shape_for(shape)

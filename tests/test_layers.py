@@ -1,0 +1,162 @@
+"""No import runs upward and none closes a circle (docs/architecture.md, "Layers").
+
+Every `import attrib...` / `from attrib... import` in attrib/ is read with ast, the ones inside
+functions included (a lazy import is still an arrow: it only moves the circle to run time).
+Each module belongs to one layer of LAYERS, bottom first; a module may import its own layer or
+any layer below it. Separately, the graph of modules has no cycle. A new module with no layer
+fails the test: put it in LAYERS, which is the table docs/architecture.md shows.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import attrib
+
+PACKAGE = Path(attrib.__file__).resolve().parent
+
+# Bottom first. A name stands for the module and everything under it; the longest name wins,
+# so a trigger's CLI module can sit above the package it belongs to.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("attrib", "attrib.core", "attrib.errors")),
+    (
+        "shared data and edges",
+        ("attrib.events", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
+         "attrib.workdir", "attrib.fsutil", "attrib.sqlite"),
+    ),  # fmt: skip
+    ("evaluate", ("attrib.evaluate",)),
+    ("search", ("attrib.bisection", "attrib.simulation")),
+    ("result", ("attrib.result",)),
+    ("report", ("attrib.report",)),
+    ("sinks and progress", ("attrib.tracker", "attrib.progress")),
+    ("job", ("attrib.job",)),
+    ("history", ("attrib.history",)),
+    ("daemon", ("attrib.daemon",)),
+    (
+        "triggers",
+        ("attrib.cli", "attrib.__main__", "attrib.demo", "attrib.history.cli", "attrib.daemon.cli_client"),
+    ),
+)
+
+# Arrows that are known to run upward, each with the issue that removes it. The lead empties
+# this when the search driver stops wording its warning (issue 19: report/ words it).
+TEMPORARY_UPWARD: frozenset[tuple[str, str]] = frozenset({("attrib.bisection", "attrib.report.sentences")})
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _target(name: str) -> str:
+    """The module an imported name lives in: `attrib.result.dump` is attrib.result."""
+    while name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(_target(a.name) for a in node.names if a.name.split(".")[0] == "attrib")
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{module}: relative import (attrib imports absolutely)"
+            if node.module and node.module.split(".")[0] == "attrib":
+                found.update(_target(f"{node.module}.{a.name}") for a in node.names)
+    found.discard(module)
+    return found
+
+
+def layer(module: str) -> int:
+    best = max(
+        ((len(name), i) for i, (_, names) in enumerate(LAYERS) for name in names
+         if module == name or module.startswith(name + ".")),
+        default=None,
+    )  # fmt: skip
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS (and docs/architecture.md)"
+    return best[1]
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer(module)
+
+
+def test_no_import_runs_upward():
+    upward = sorted(
+        f"{m} ({LAYERS[layer(m)][0]}) imports {t} ({LAYERS[layer(t)][0]})"
+        for m, targets in GRAPH.items() for t in targets
+        if layer(t) > layer(m) and (m, t) not in TEMPORARY_UPWARD
+    )  # fmt: skip
+    assert not upward, "\n".join(upward)
+
+
+def test_the_temporary_allowances_are_still_needed():
+    # An allowance whose import is gone must go too, or it would hide the next one.
+    for m, t in TEMPORARY_UPWARD:
+        assert t in GRAPH[m], f"{m} no longer imports {t}: remove it from TEMPORARY_UPWARD"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_there_is_no_import_cycle():
+    assert not cycles(GRAPH), "\n".join(" <-> ".join(c) for c in cycles(GRAPH))
+
+
+def test_the_checks_catch_what_they_are_for():
+    # The checker itself, on made-up graphs: a circle is found, a chain is not.
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert layer("attrib.history.cli") > layer("attrib.daemon.store") > layer("attrib.history.ingest")
+    assert layer("attrib.core.stats") < layer("attrib.evaluate.builds") < layer("attrib.bisection")
