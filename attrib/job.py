@@ -22,7 +22,7 @@ from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror
-from attrib.recipe import BenchmarkSpec, Recipe, load_recipe
+from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
 from attrib.result.gather import provenance
 from attrib.result.writer import RunContext, build_result, compare_result
@@ -66,7 +66,7 @@ def plan(
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
-    if executor == "slurm" and bench.runner == "cupy":
+    if executor == "slurm" and bench.runner == RunnerKind.CUPY:
         raise InputError(
             f"benchmark '{bench.name}': runner \"cupy\" times kernels inside attrib's process, "
             "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
@@ -87,13 +87,13 @@ def plan(
 
 
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
-    if bench.runner == "cupy":
+    if bench.runner == RunnerKind.CUPY:
         return CupyRunner(bench)
-    if bench.runner == "gbench":
+    if bench.runner == RunnerKind.GBENCH:
         from attrib.evaluate.runners.gbench import GbenchRunner
 
         return GbenchRunner(executor, bench)
-    if bench.runner == "nvbench":
+    if bench.runner == RunnerKind.NVBENCH:
         from attrib.evaluate.runners.nvbench import NvbenchRunner
 
         return NvbenchRunner(executor, bench)
@@ -184,12 +184,12 @@ def run_bisect(
     budget = budget_s if budget_s is not None else p.recipe.budget_s
     with opened(p) as tools:
         runner = wrap_runner(tools.runner) if wrap_runner else tools.runner
-        engine = Bisection(
+        driver = Bisection(
             p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
             round_context=tools.executor.round,
             paths=p.recipe.search_paths, deadline=None if budget is None else start + budget,
         )
-        outcome = engine.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
+        outcome = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
         executor_info = tools.executor.describe()
     ctx = RunContext(
         repo=p.repo.path,
@@ -230,12 +230,12 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     with opened(p) as tools:
-        engine = Bisection(
+        driver = Bisection(
             p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
         )
-        comp = engine.compare(p.bad, p.good, Purpose.COMPARE)
+        comp = driver.compare(p.bad, p.good, Purpose.COMPARE)
     # medians: a comparison is a pair of history points (formats/attrib_result.py)
-    records = engine.evaluation.records
+    records = driver.evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
     return compare_result(comp, p.bench, medians)
 

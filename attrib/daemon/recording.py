@@ -1,8 +1,8 @@
 """Persist every runner call of a job, and replay them when the job resumes.
 
-The engine is deterministic given its seed and the sequence of runner results (with one probe per step:
+The search driver (bisection.py) is deterministic given its seed and the sequence of runner results (with one probe per step:
 the run order within a round comes from random.Random(seed), builds and verdicts from what the
-runner returned). So a resumed job re-runs the engine from the start and, for every runner
+runner returned). So a resumed job re-runs the driver from the start and, for every runner
 call already recorded, gets the stored RunResult back instead of measuring again: it walks
 the same path to the point of the kill and only then starts measuring. Calls are keyed by
 (checkout key, n-th call for that checkout): the checkout key is the build cache key, stable

@@ -32,6 +32,7 @@ from attrib.recipe.model import (
     NvbenchSpec,
     NvbenchStopping,
     Recipe,
+    RunnerKind,
 )
 from attrib.recipe.parse import load_recipe, parse_duration, parse_recipe
 from attrib.recipe.slurm import (
@@ -49,5 +50,5 @@ __all__ = [
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
     "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CupySpec", "GbenchSpec", "NvbenchSpec",
-    "NvbenchStopping", "Recipe", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
+    "NvbenchStopping", "Recipe", "RunnerKind", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
 ]

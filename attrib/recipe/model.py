@@ -23,7 +23,6 @@ DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
-RUNNERS = ("command", "cupy", "gbench", "nvbench")
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
 # What ptxas reports about a compiled kernel that a recipe may bisect on (evaluate/gpu/metrics.py
@@ -37,6 +36,19 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench sa
 GBENCH_TIMES = tuple(GbenchTime)
 DEFAULT_GBENCH_UNIT = "ns"  # Google Benchmark's own default time unit
 DEFAULT_NVBENCH_UNIT = "ms"  # as the cupy runner: GPU kernels take micro- to milliseconds
+
+
+class RunnerKind(StrEnum):
+    """What measures a benchmark (docs/recipes.md): one closed set, as ExecutorKind is for where
+    commands run. job.make_runner maps each to its class."""
+
+    COMMAND = "command"  # numbers a command prints
+    CUPY = "cupy"  # a kernel of attrib's suite, compiled from the tree and timed in process
+    GBENCH = "gbench"  # a Google Benchmark binary
+    NVBENCH = "nvbench"  # an NVBench binary
+
+
+RUNNERS = tuple(RunnerKind)
 
 
 class NvbenchStopping(StrEnum):
@@ -114,7 +126,7 @@ class BuildSpec:
 @dataclass(frozen=True)
 class BenchmarkSpec:
     name: str
-    runner: str
+    runner: RunnerKind
     command: tuple[str, ...]
     unit: str = "s"
     direction: Direction = Direction.LOWER

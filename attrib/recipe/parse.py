@@ -51,6 +51,7 @@ from attrib.recipe.model import (
     NvbenchSpec,
     NvbenchStopping,
     Recipe,
+    RunnerKind,
 )
 from attrib.recipe.slurm import _parse_slurm
 from attrib.suite import SUITE
@@ -233,19 +234,19 @@ _NVBENCH: dict[str, tuple[Check, bool]] = {
 
 
 def _parse_tool_table(
-    path: Path, prefix: str, runner: str, bench_t: dict[str, Any]
+    path: Path, prefix: str, runner: RunnerKind, bench_t: dict[str, Any]
 ) -> tuple[GbenchSpec | None, NvbenchSpec | None]:
     """[benchmark.gbench] / [benchmark.nvbench]: required by their runner, refused elsewhere."""
-    for tool in ("gbench", "nvbench"):
+    for tool in (RunnerKind.GBENCH, RunnerKind.NVBENCH):
         if runner == tool and tool not in bench_t:
             raise RecipeError(path, prefix + tool, f'missing; runner "{tool}" needs a [benchmark.{tool}] table')
         if runner != tool and tool in bench_t:
             raise RecipeError(path, prefix + tool, f'only for runner = "{tool}"')
-    if runner == "gbench":
+    if runner == RunnerKind.GBENCH:
         table = bench_t["gbench"]
         _check_table(path, prefix + "gbench.", table, _GBENCH)
         return GbenchSpec(filter=table["filter"], time=GbenchTime(table.get("time", GbenchTime.REAL))), None
-    if runner == "nvbench":
+    if runner == RunnerKind.NVBENCH:
         table = bench_t["nvbench"]
         _check_table(path, prefix + "nvbench.", table, _NVBENCH)
         axes = {k: str(v) for k, v in table.get("axes", {}).items()}
@@ -273,18 +274,18 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         if not isinstance(bench_t, dict):
             raise RecipeError(path, f"benchmark[{i}]", "expected a table")
         _check_table(path, prefix, bench_t, _BENCH)
-        runner = bench_t["runner"]
-        if runner in ("command", "gbench", "nvbench") and "command" not in bench_t:
+        runner = RunnerKind(bench_t["runner"])
+        if runner != RunnerKind.CUPY and "command" not in bench_t:
             raise RecipeError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
-        if runner == "cupy" and "command" in bench_t:
+        if runner == RunnerKind.CUPY and "command" in bench_t:
             raise RecipeError(
                 path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
             )
-        if runner == "cupy" and "cupy" not in bench_t:
+        if runner == RunnerKind.CUPY and "cupy" not in bench_t:
             raise RecipeError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
-        if runner != "cupy" and "cupy" in bench_t:
+        if runner != RunnerKind.CUPY and "cupy" in bench_t:
             raise RecipeError(path, prefix + "cupy", 'only for runner = "cupy"')
-        cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == "cupy" else None
+        cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == RunnerKind.CUPY else None
         gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
         default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
         if gbench or nvbench:
@@ -298,7 +299,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         benches.append(
             BenchmarkSpec(
                 name=bench_t["name"],
-                runner=bench_t["runner"],
+                runner=runner,
                 command=tuple(bench_t.get("command", ())),
                 unit=bench_t.get("unit", default_unit),
                 direction=Direction(bench_t.get("direction", Direction.LOWER.value)),

@@ -1,4 +1,4 @@
-"""The one writer of a result: the engine's Outcome plus what the run knew, as typed records.
+"""The one writer of a result: the search driver's Outcome plus what the run knew, as typed records.
 
 It reads no file and asks the machine nothing: the machine and the recipe's hash come in as
 `Provenance` (gathered at the edge, result/gather.py), a runner's evidence (static kernel
