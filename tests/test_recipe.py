@@ -11,8 +11,8 @@ from attrib.demo import DEMO_RECIPE
 from attrib.errors import InputError, RecipeError
 from attrib.recipe import (
     BLOCK_STATISTICS,
+    DEFAULT_BISECT_MIN_CHANGE_PCT,
     DEFAULT_BUILD_TIMEOUT_S,
-    DEFAULT_MIN_CHANGE_PCT,
     DEFAULT_REPS,
     DEFAULT_RUN_TIMEOUT_S,
     BenchmarkSpec,
@@ -79,7 +79,7 @@ def test_minimal_recipe_gets_the_documented_defaults(tmp_path: Path) -> None:
     assert bench.direction is Direction.LOWER
     assert bench.timeout_s == DEFAULT_RUN_TIMEOUT_S == 120.0
     assert bench.reps == DEFAULT_REPS == 10
-    assert bench.min_change_pct == DEFAULT_MIN_CHANGE_PCT == 2.0
+    assert bench.min_change_pct == DEFAULT_BISECT_MIN_CHANGE_PCT == 2.0
     assert bench.block_statistic == BLOCK_STATISTICS[0] == "faster_half"
     assert recipe.benchmark(None) is bench
     assert recipe.benchmark("b") is bench

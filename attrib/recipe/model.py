@@ -21,7 +21,7 @@ SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0
 DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
-DEFAULT_MIN_CHANGE_PCT = 2.0  # smaller steps are not worth naming a culprit for
+DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has its own)
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
@@ -132,7 +132,7 @@ class BenchmarkSpec:
     direction: Direction = Direction.LOWER
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
-    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    min_change_pct: float = DEFAULT_BISECT_MIN_CHANGE_PCT
     block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
     cupy: CupySpec | None = None
     gbench: GbenchSpec | None = None
