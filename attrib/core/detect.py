@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from statistics import NormalDist
 
@@ -111,6 +111,7 @@ class ChangePoint:
     after_mean: float
     recovered_at: int | None = None  # index of the change point that brought the level back
     last_before: int = -1  # last measured point before the change
+    moved_from: int | None = None  # a reopened decided change's old index, when it moved
 
 
 # --- the scan statistic's null distribution -------------------------------------------------
@@ -300,9 +301,19 @@ def detect(
     direction: Direction,
     settings: DetectSettings = DetectSettings(),
     decided: Sequence[int] = (),
+    reopened: Sequence[int] = (),
 ) -> list[ChangePoint]:
-    """Change points of one series, oldest first. `decided`: indices reported by earlier calls;
-    each stays in the result at its place (with refreshed estimates), whatever the new data say."""
+    """Change points of one series, oldest first.
+
+    Idempotent by construction: which changes exist is decided on the data alone (one
+    segmentation of the whole series, `_segment`), never on what earlier calls returned, so the
+    same values give the same answer however often and in whatever order detect runs.
+    `decided` (indices reported by earlier calls) only keeps what was reported: each stays in
+    the answer at its place, with refreshed estimates, and a fresh change is added only after
+    the last decided one (a fresh cut within min_segment of a decided one is that change).
+    `reopened`: decided indices whose neighbourhood received a late value (a night that landed
+    between its two commits); such a one moves to the fresh cut nearest to it within
+    min_segment, if there is one, and the answer says so (`moved_from`)."""
     series = _Series(values, direction, settings)
     n_values = len(values)
     position = {int(i): p for p, i in enumerate(series.valid)}
@@ -311,29 +322,51 @@ def detect(
         if not 0 < index < n_values or index not in position or position[index] == 0:
             raise ValueError(f"decided change point {index} is not a measured point after the first one")
         fixed.add(position[index])
-    n = series.y.size
-    bounds = [0, *sorted(fixed), n]
-    cuts = set(fixed)
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        cuts.update(lo + c for c in _free_changes(series.clipped[lo:hi], series.sigma, settings))
-    ordered = sorted(cuts)
+    fresh = _segment(series, settings)
+    moved: dict[int, int] = {}  # new position -> old position
+    for index in reopened:
+        old = position.get(index)
+        if old not in fixed:
+            continue
+        near = [c for c in fresh if abs(c - old) < settings.min_segment and c not in fixed]
+        if near and old not in fresh:
+            new = min(near, key=lambda c: (abs(c - old), c))
+            fixed.discard(old)
+            fixed.add(new)
+            moved[new] = old
+    if fixed:
+        last = max(fixed)
+        fresh = [c for c in fresh if c > last and all(abs(c - f) >= settings.min_segment for f in fixed)]
+    cuts = sorted(fixed | set(fresh))
+    points = _report(series, cuts, _all_evidence(series, cuts, settings), settings)
+    if moved:
+        points = [
+            replace(p, moved_from=int(series.valid[moved[c]])) if c in moved else p
+            for p, c in zip(points, cuts, strict=True)
+        ]
+    return points
+
+
+def _segment(series: _Series, settings: DetectSettings) -> list[int]:
+    """The change positions the data alone support: PELT over the whole series, then the
+    re-test (merge the weakest failure until all pass), the newest change held back until
+    settled. A pure function of the series: what makes detect idempotent."""
+    ordered = _free_changes(series.clipped, series.sigma, settings)
     waited = False  # the newest change is checked once: a deferred one must not take older ones with it
     while True:
         evidence = _all_evidence(series, ordered, settings)
         failing = [
             (ev.p_value, -abs(ev.shift.shift), c)
             for c, ev in evidence.items()
-            if c not in fixed and not _passes(series, ev, settings, newest=c == ordered[-1])
+            if not _passes(series, ev, settings, newest=c == ordered[-1])
         ]
         if not failing:
-            last = ordered[-1] if ordered else None
-            if waited or last is None or last in fixed or _settled(series, ordered, settings):
-                break
-            ordered.remove(last)
+            if waited or not ordered or _settled(series, ordered, settings):
+                return ordered
+            ordered = ordered[:-1]
             waited = True
             continue
         ordered.remove(max(failing)[2])
-    return _report(series, ordered, evidence, settings)
 
 
 def _settled(series: _Series, cuts: list[int], settings: DetectSettings) -> bool:

@@ -301,6 +301,16 @@ class HistoryStore(SqliteStore):
                 (fields["change_pct"], *fields["ci_pct"], fields["p_value"], fields["before_mean"], fields["after_mean"], change_id),
             )
 
+    def move_change(self, change_id: int, before: str, after: str, why: str) -> None:
+        """A decided change re-placed because a late result landed between its commits; `why`
+        is appended to its note, so the move is on record."""
+        with self._errors("move a change point"), self._write() as c:
+            c.execute(
+                "UPDATE history_changes SET before_sha = ?, after_sha = ?,"
+                " note = CASE WHEN note = '' THEN ? ELSE note || '; ' || ? END WHERE id = ?",
+                (before, after, why, why, change_id),
+            )
+
     def set_recovered(self, change_id: int, sha: str) -> None:
         with self._errors("record a recovery"), self._write() as c:
             c.execute("UPDATE history_changes SET recovered_sha = ? WHERE id = ? AND recovered_sha IS NULL", (sha, change_id))
