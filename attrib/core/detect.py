@@ -69,6 +69,7 @@ DEFAULT_LEVEL = 0.95
 CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper bound: a short history must not look quiet
 NEWEST_ALPHA_SHARE = 0.2  # see _passes: the tail is looked at once a night
+LOCAL_SIGMA_ALPHA = 0.001  # see _local_sigma: white noise exceeds the bound once in a thousand segment pairs
 SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
 
 _NORMAL = NormalDist()
@@ -262,18 +263,50 @@ class _Evidence:
     p_value: float
     before: tuple[int, int]  # estimation windows, positions in the measured points
     after: tuple[int, int]
+    trend: bool = False  # a straight line through both segments fits them better than the step
 
 
 def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectSettings) -> _Evidence:
     """Evidence for a change at `cut` between segments [start, cut) and [cut, end)."""
     c = series.clipped
     nb, na = cut - start, end - cut
-    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (series.sigma * math.sqrt(1 / nb + 1 / na))
+    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (
+        _local_sigma(c[start:end], nb, series.sigma) * math.sqrt(1 / nb + 1 / na)
+    )
     p = scan_p_value(abs(z), end - start, min(settings.min_segment, nb, na))
     before = (max(start, cut - settings.window), cut)
     after = (cut, min(end, cut + settings.window))
     shift = _hl_shift(series.y[before[0] : before[1]], series.y[after[0] : after[1]], settings.level)
-    return _Evidence(shift, p, before, after)
+    return _Evidence(shift, p, before, after, _trend_fits_better(c[start:end], nb))
+
+
+def _local_sigma(c: np.ndarray, nb: int, sigma: float) -> float:
+    """The noise scale to test a step with: the series' scale (from night-to-night differences),
+    unless the two segments scatter around their own means far more than that scale allows
+    (beyond the 99.9 % chi-square bound): then the nights are not independent around a level
+    (a wandering or seasonal series, whose neighbours are alike while the level swings), and
+    the spread the segments show is the noise a step must stand out from."""
+    dof = c.size - 2
+    if dof < 2:
+        return sigma
+    rss = float(np.sum((c[:nb] - c[:nb].mean()) ** 2) + np.sum((c[nb:] - c[nb:].mean()) ** 2))
+    bound = sigma**2 * float(chdtri(dof, LOCAL_SIGMA_ALPHA)) / dof
+    return math.sqrt(rss / dof) if rss / dof > bound else sigma
+
+
+def _trend_fits_better(c: np.ndarray, nb: int) -> bool:
+    """Whether one straight line through both segments leaves less residual than the step
+    between them (both models have two parameters, so no penalty is needed). Under a slow
+    trend, PELT's piecewise-constant cost cuts the slope into a staircase, each stair
+    significant against a noise scale taken from night-to-night differences (which a trend
+    does not raise); a stair is then no better than the line and is merged away, so a trend
+    is not reported at all (docs/detection.md). A real step beats any line through it."""
+    n = c.size
+    step = float(np.sum((c[:nb] - c[:nb].mean()) ** 2) + np.sum((c[nb:] - c[nb:].mean()) ** 2))
+    t = np.arange(n, dtype=float) - (n - 1) / 2
+    slope = float(np.dot(t, c - c.mean()) / np.dot(t, t))
+    line = float(np.sum((c - c.mean() - slope * t) ** 2))
+    return line <= step
 
 
 def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bool) -> bool:
@@ -285,7 +318,7 @@ def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bo
     alpha = settings.alpha * (NEWEST_ALPHA_SHARE if newest else 1.0)
     # A clipped outlier still carries CLIP_SCALES of shift: it must not be the point that makes
     # a segment long enough (a wild last night plus four slightly high ones is not a level).
-    if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment:
+    if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment or ev.trend:
         return False
     base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
     se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
