@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -366,7 +366,10 @@ def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall
             "",
             f"Quiet real series (every annotator marked no change: {', '.join(t.name for t in quiet)}; {pts} points):"
             " change points reported, per 1000 points: "
-            + "; ".join(f"{name} {sum(sc.per_series[t.name][2] for t in quiet)} ({1000 * sum(sc.per_series[t.name][2] for t in quiet) / pts:.1f})" for name, sc in tcpd_scores.items()),
+            + "; ".join(
+                f"{name} {sum(sc.per_series[t.name][2] for t in quiet)} ({1000 * sum(sc.per_series[t.name][2] for t in quiet) / pts:.1f})"
+                for name, sc in tcpd_scores.items()
+            ),
         ]
         lines += ["", "Per series (attrib): F1 / cover / reported", ""]
         att = tcpd_scores["attrib"].per_series

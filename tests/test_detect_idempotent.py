@@ -67,7 +67,10 @@ def _sha(i: int) -> str:
 
 def _store(tmp_path: Path, values, commits, name="a") -> HistoryStore:
     store = HistoryStore(tmp_path / "h.db")
-    rows = [StoredRow(str(i), c, "loop", {}, float(x), "s", Direction.LOWER, None) for i, (c, x) in enumerate(zip(commits, values, strict=True))]
+    rows = [
+        StoredRow(str(i), c, "loop", {}, float(x), "s", Direction.LOWER, None)
+        for i, (c, x) in enumerate(zip(commits, values, strict=True))
+    ]
     store.ingest("p", [FileRows(name, "csv", name, rows)])
     return store
 
@@ -77,10 +80,16 @@ def test_history_detect_twice_adds_nothing_in_any_series_order(tmp_path: Path):
     store = HistoryStore(tmp_path / "h.db")
     for k in range(4):
         v = stepped(300, {90 + 20 * k: 0.1, 250: -0.08}, seed=10 + k)
-        rows = [StoredRow(str(i), c, f"b{k}", {}, float(x), "s", Direction.LOWER, None) for i, (c, x) in enumerate(zip(line, v, strict=True))]
+        rows = [
+            StoredRow(str(i), c, f"b{k}", {}, float(x), "s", Direction.LOWER, None)
+            for i, (c, x) in enumerate(zip(line, v, strict=True))
+        ]
         store.ingest("p", [FileRows(f"f{k}", "csv", f"d{k}", rows)])
     series = store.series("p")
-    first = {s.id: [(c.before, c.after) for c in (f.change for f in detect_series(store, s, line, DetectSettings()))] for s in series}
+    first = {
+        s.id: [(c.before, c.after) for c in (f.change for f in detect_series(store, s, line, DetectSettings()))]
+        for s in series
+    }
     assert all(first.values())
     for order in (series, series[::-1]):
         for s in order:
