@@ -30,20 +30,47 @@ def test_csv_every_bad_row_is_one_line_naming_file_row_and_field():
         "commit,benchmark,value,unit,direction,timestamp\n"
         f"{SHA},gemm,fast,ms,lower,2026-11-30T02:00:00Z\n"
         f"{SHA},gemm,1.0,ms,sideways,2026-11-30T02:00:00Z\n"
-        f"{SHA},gemm,1.0,ms,lower,2026-11-30 02:00\n"
+        f"{SHA},gemm,1.0,ms,lower,30/11/2026\n"
         f"{SHA},gemm,1.0,ms,lower\n"
         f"{SHA},gemm,nan,ms,lower,2026-11-30T02:00:00Z\n"
+        f",gemm,slow,,up,yesterday\n"
     )
     with pytest.raises(BadRows) as info:
         parse_results_csv(text, "nightly.csv")
     lines = str(info.value).splitlines()
     assert lines == [
         "nightly.csv: row 1: field 'value': 'fast': expected a number",
-        "nightly.csv: row 2: field 'direction': 'sideways': expected lower or higher",
-        "nightly.csv: row 3: field 'timestamp': '2026-11-30 02:00': expected a time zone (Z or +HH:MM)",
+        "nightly.csv: row 2: field 'direction': 'sideways': expected lower or higher (or lower_is_better true/false)",
+        "nightly.csv: row 3: field 'timestamp': '30/11/2026': expected an ISO 8601 time such as 2026-11-30T02:00:00Z, or epoch seconds",
         "nightly.csv: row 4: 5 cells; the header has 6 columns",
         "nightly.csv: row 5: field 'value': 'nan': expected a finite number",
+        # every bad field of a row, still one line for the row
+        "nightly.csv: row 6: field 'commit': empty; field 'unit': empty; field 'value': 'slow': expected a number;"
+        " field 'direction': 'up': expected lower or higher (or lower_is_better true/false);"
+        " field 'timestamp': 'yesterday': expected an ISO 8601 time such as 2026-11-30T02:00:00Z, or epoch seconds",
     ]
+
+
+def test_csv_exports_as_they_come():
+    """Perfherder-style exports (issue 21): lower_is_better for direction, true/false, epoch
+    seconds, zone-less times read as UTC, empty values skipped and counted."""
+    text = (
+        "commit,benchmark,value,unit,lower_is_better,timestamp\n"
+        f"{SHA},a,1.5,ms,True,1700017604\n"
+        f"{SHA},a,,ms,True,1700017605\n"
+        f"{SHA},b,2.5,fps,false,2023-05-24 10:49:25\n"
+        f"{SHA},c,3.5,ms,lower_is_better=True,1700017604.5\n"
+        f"{SHA},d,4.5,ms,0,2023-05-24T10:49:25\n"
+    )
+    rows = parse_results_csv(text, "export.csv")
+    assert [(r.benchmark, r.direction) for r in rows] == [
+        ("a", Direction.LOWER), ("b", Direction.HIGHER), ("c", Direction.LOWER), ("d", Direction.HIGHER)
+    ]  # fmt: skip
+    utc = datetime(2023, 5, 24, 10, 49, 25, tzinfo=UTC).timestamp()
+    assert [r.measured_at for r in rows] == [1700017604.0, utc, 1700017604.5, utc]
+    assert rows.skipped == 1
+    with pytest.raises(IngestError, match="all 1 rows have an empty value"):
+        parse_results_csv(f"commit,benchmark,value,unit,direction,timestamp\n{SHA},a,,ms,lower,1700017604\n", "e.csv")
 
 
 @pytest.mark.parametrize(

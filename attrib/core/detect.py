@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from statistics import NormalDist
 
@@ -69,6 +69,7 @@ DEFAULT_LEVEL = 0.95
 CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper bound: a short history must not look quiet
 NEWEST_ALPHA_SHARE = 0.2  # see _passes: the tail is looked at once a night
+LOCAL_SIGMA_ALPHA = 0.001  # see _local_sigma: white noise exceeds the bound once in a thousand segment pairs
 SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
 
 _NORMAL = NormalDist()
@@ -111,6 +112,7 @@ class ChangePoint:
     after_mean: float
     recovered_at: int | None = None  # index of the change point that brought the level back
     last_before: int = -1  # last measured point before the change
+    moved_from: int | None = None  # a reopened decided change's old index, when it moved
 
 
 # --- the scan statistic's null distribution -------------------------------------------------
@@ -261,18 +263,50 @@ class _Evidence:
     p_value: float
     before: tuple[int, int]  # estimation windows, positions in the measured points
     after: tuple[int, int]
+    trend: bool = False  # a straight line through both segments fits them better than the step
 
 
 def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectSettings) -> _Evidence:
     """Evidence for a change at `cut` between segments [start, cut) and [cut, end)."""
     c = series.clipped
     nb, na = cut - start, end - cut
-    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (series.sigma * math.sqrt(1 / nb + 1 / na))
+    z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (
+        _local_sigma(c[start:end], nb, series.sigma) * math.sqrt(1 / nb + 1 / na)
+    )
     p = scan_p_value(abs(z), end - start, min(settings.min_segment, nb, na))
     before = (max(start, cut - settings.window), cut)
     after = (cut, min(end, cut + settings.window))
     shift = _hl_shift(series.y[before[0] : before[1]], series.y[after[0] : after[1]], settings.level)
-    return _Evidence(shift, p, before, after)
+    return _Evidence(shift, p, before, after, _trend_fits_better(c[start:end], nb))
+
+
+def _local_sigma(c: np.ndarray, nb: int, sigma: float) -> float:
+    """The noise scale to test a step with: the series' scale (from night-to-night differences),
+    unless the two segments scatter around their own means far more than that scale allows
+    (beyond the 99.9 % chi-square bound): then the nights are not independent around a level
+    (a wandering or seasonal series, whose neighbours are alike while the level swings), and
+    the spread the segments show is the noise a step must stand out from."""
+    dof = c.size - 2
+    if dof < 2:
+        return sigma
+    rss = float(np.sum((c[:nb] - c[:nb].mean()) ** 2) + np.sum((c[nb:] - c[nb:].mean()) ** 2))
+    bound = sigma**2 * float(chdtri(dof, LOCAL_SIGMA_ALPHA)) / dof
+    return math.sqrt(rss / dof) if rss / dof > bound else sigma
+
+
+def _trend_fits_better(c: np.ndarray, nb: int) -> bool:
+    """Whether one straight line through both segments leaves less residual than the step
+    between them (both models have two parameters, so no penalty is needed). Under a slow
+    trend, PELT's piecewise-constant cost cuts the slope into a staircase, each stair
+    significant against a noise scale taken from night-to-night differences (which a trend
+    does not raise); a stair is then no better than the line and is merged away, so a trend
+    is not reported at all (docs/detection.md). A real step beats any line through it."""
+    n = c.size
+    step = float(np.sum((c[:nb] - c[:nb].mean()) ** 2) + np.sum((c[nb:] - c[nb:].mean()) ** 2))
+    t = np.arange(n, dtype=float) - (n - 1) / 2
+    slope = float(np.dot(t, c - c.mean()) / np.dot(t, t))
+    line = float(np.sum((c - c.mean() - slope * t) ** 2))
+    return line <= step
 
 
 def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bool) -> bool:
@@ -284,7 +318,7 @@ def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bo
     alpha = settings.alpha * (NEWEST_ALPHA_SHARE if newest else 1.0)
     # A clipped outlier still carries CLIP_SCALES of shift: it must not be the point that makes
     # a segment long enough (a wild last night plus four slightly high ones is not a level).
-    if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment:
+    if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment or ev.trend:
         return False
     base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
     se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
@@ -300,9 +334,19 @@ def detect(
     direction: Direction,
     settings: DetectSettings = DetectSettings(),
     decided: Sequence[int] = (),
+    reopened: Sequence[int] = (),
 ) -> list[ChangePoint]:
-    """Change points of one series, oldest first. `decided`: indices reported by earlier calls;
-    each stays in the result at its place (with refreshed estimates), whatever the new data say."""
+    """Change points of one series, oldest first.
+
+    Idempotent by construction: which changes exist is decided on the data alone (one
+    segmentation of the whole series, `_segment`), never on what earlier calls returned, so the
+    same values give the same answer however often and in whatever order detect runs.
+    `decided` (indices reported by earlier calls) only keeps what was reported: each stays in
+    the answer at its place, with refreshed estimates, and a fresh change is added only after
+    the last decided one (a fresh cut within min_segment of a decided one is that change).
+    `reopened`: decided indices whose neighbourhood received a late value (a night that landed
+    between its two commits); such a one moves to the fresh cut nearest to it within
+    min_segment, if there is one, and the answer says so (`moved_from`)."""
     series = _Series(values, direction, settings)
     n_values = len(values)
     position = {int(i): p for p, i in enumerate(series.valid)}
@@ -311,29 +355,51 @@ def detect(
         if not 0 < index < n_values or index not in position or position[index] == 0:
             raise ValueError(f"decided change point {index} is not a measured point after the first one")
         fixed.add(position[index])
-    n = series.y.size
-    bounds = [0, *sorted(fixed), n]
-    cuts = set(fixed)
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        cuts.update(lo + c for c in _free_changes(series.clipped[lo:hi], series.sigma, settings))
-    ordered = sorted(cuts)
+    fresh = _segment(series, settings)
+    moved: dict[int, int] = {}  # new position -> old position
+    for index in reopened:
+        old = position.get(index)
+        if old not in fixed:
+            continue
+        near = [c for c in fresh if abs(c - old) < settings.min_segment and c not in fixed]
+        if near and old not in fresh:
+            new = min(near, key=lambda c: (abs(c - old), c))
+            fixed.discard(old)
+            fixed.add(new)
+            moved[new] = old
+    if fixed:
+        last = max(fixed)
+        fresh = [c for c in fresh if c > last and all(abs(c - f) >= settings.min_segment for f in fixed)]
+    cuts = sorted(fixed | set(fresh))
+    points = _report(series, cuts, _all_evidence(series, cuts, settings), settings)
+    if moved:
+        points = [
+            replace(p, moved_from=int(series.valid[moved[c]])) if c in moved else p
+            for p, c in zip(points, cuts, strict=True)
+        ]
+    return points
+
+
+def _segment(series: _Series, settings: DetectSettings) -> list[int]:
+    """The change positions the data alone support: PELT over the whole series, then the
+    re-test (merge the weakest failure until all pass), the newest change held back until
+    settled. A pure function of the series: what makes detect idempotent."""
+    ordered = _free_changes(series.clipped, series.sigma, settings)
     waited = False  # the newest change is checked once: a deferred one must not take older ones with it
     while True:
         evidence = _all_evidence(series, ordered, settings)
         failing = [
             (ev.p_value, -abs(ev.shift.shift), c)
             for c, ev in evidence.items()
-            if c not in fixed and not _passes(series, ev, settings, newest=c == ordered[-1])
+            if not _passes(series, ev, settings, newest=c == ordered[-1])
         ]
         if not failing:
-            last = ordered[-1] if ordered else None
-            if waited or last is None or last in fixed or _settled(series, ordered, settings):
-                break
-            ordered.remove(last)
+            if waited or not ordered or _settled(series, ordered, settings):
+                return ordered
+            ordered = ordered[:-1]
             waited = True
             continue
         ordered.remove(max(failing)[2])
-    return _report(series, ordered, evidence, settings)
 
 
 def _settled(series: _Series, cuts: list[int], settings: DetectSettings) -> bool:

@@ -107,7 +107,7 @@ class Nightly:
         flagged = self.flag_pending(project, repo_path, commits, now)
         return {
             "project": name,
-            "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate} for g in got],
+            "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate, "skipped": g.skipped} for g in got],
             "changes": [finding_json(f) for f in findings if f.new or f.recovered_now],
             "flags": flagged,
         }

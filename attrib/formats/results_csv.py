@@ -1,10 +1,13 @@
 """The documented CSV for nightly results (docs/history.md): a header, then one value per row.
 
-Required columns: commit, benchmark, value, unit, direction (lower | higher), timestamp
-(ISO 8601; a time without a zone is refused: nightly machines do not share one). Every other
-column is configuration (machine class, dtype, size): rows that differ in it are different
-series. Strict: a bad row is one IngestError naming the file, the row and the field; the
-parser never guesses a value it cannot read.
+Required columns: commit, benchmark, value, unit, direction, timestamp. Every other column is
+configuration (machine class, dtype, size): rows that differ in it are different series.
+Exports as they come (issue 21): direction is `lower` or `higher`, or a lower-is-better flag
+(`true`/`false`, `lower_is_better=True`); a `lower_is_better` column (Perfherder's) may stand
+in for `direction`. The timestamp is ISO 8601 (a time without a zone is read as UTC) or unix
+epoch seconds. A row with an empty value is skipped and counted (`CsvRows.skipped`), not
+refused. Strict otherwise: a bad row is one IngestError naming the file, the row and every
+bad field of it; the parser never guesses a value it cannot read.
 """
 
 from __future__ import annotations
@@ -12,17 +15,26 @@ from __future__ import annotations
 import csv
 import io
 import math
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 
 from attrib.core.model import Direction
 from attrib.errors import BadRows, IngestError
 from attrib.formats.result_row import ResultRow
 
 REQUIRED = ("commit", "benchmark", "value", "unit", "direction", "timestamp")
+DIRECTION_ALIAS = "lower_is_better"  # Perfherder's column, accepted for `direction`
+_FLAG = {"true": Direction.LOWER, "1": Direction.LOWER, "false": Direction.HIGHER, "0": Direction.HIGHER}
+
+
+class CsvRows(list[ResultRow]):
+    """The rows, and how many had an empty value (skipped: a night without a result)."""
+
+    skipped: int = 0
 MAX_FIELD = 500  # characters: a benchmark name or a configuration value is short
 
 
-def parse_results_csv(text: str, source: str) -> list[ResultRow]:
+def parse_results_csv(text: str, source: str) -> CsvRows:
     """Every row, or BadRows with one line per bad row (a bad header is one IngestError)."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
@@ -32,6 +44,8 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
     if header is None or not any(h.strip() for h in header):
         raise IngestError(source, "", "", f"empty; expected a header naming {', '.join(REQUIRED)}")
     names = [h.strip() for h in header]
+    if "direction" not in names and DIRECTION_ALIAS in names:
+        names = ["direction" if n == DIRECTION_ALIAS else n for n in names]
     missing = [r for r in REQUIRED if r not in names]
     if missing:
         raise IngestError(source, "header", missing[0], f"missing column; the header must name {', '.join(REQUIRED)}")
@@ -39,7 +53,7 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
     if dup is not None or "" in names:
         raise IngestError(source, "header", dup or "", "every column needs its own, non-empty name")
     extra = [n for n in names if n not in REQUIRED]
-    rows: list[ResultRow] = []
+    rows = CsvRows()
     bad: list[IngestError] = []
     n = 0
     try:
@@ -49,7 +63,11 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
             try:
                 if len(cells) != len(names):
                     raise IngestError(source, str(n), "", f"{len(cells)} cells; the header has {len(names)} columns")
-                rows.append(_row(dict(zip(names, (c.strip() for c in cells), strict=True)), extra, str(n), source))
+                row = _row(dict(zip(names, (c.strip() for c in cells), strict=True)), extra, str(n), source)
+                if row is None:
+                    rows.skipped += 1
+                else:
+                    rows.append(row)
             except IngestError as exc:
                 bad.append(exc)
     except csv.Error as exc:
@@ -57,27 +75,40 @@ def parse_results_csv(text: str, source: str) -> list[ResultRow]:
     if bad:
         raise BadRows(bad, list(rows))
     if not rows:
-        raise IngestError(source, "", "", "a header but no rows")
+        what = f"all {rows.skipped} rows have an empty value" if rows.skipped else "a header but no rows"
+        raise IngestError(source, "", "", what)
     return rows
 
 
-def _row(cells: dict[str, str], extra: list[str], row: str, source: str) -> ResultRow:
+def _row(cells: dict[str, str], extra: list[str], row: str, source: str) -> ResultRow | None:
     for name, text in cells.items():
         if len(text) > MAX_FIELD or "\x00" in text:
             raise IngestError(source, row, name, f"expected at most {MAX_FIELD} characters of text")
+    if not cells["value"]:
+        return None  # a night without a result: skipped and counted, not a bad row
+    problems: dict[str, str] = {}  # every bad field of the row, reported in one line
     for name in ("commit", "benchmark", "unit"):
         if not cells[name]:
-            raise IngestError(source, row, name, "empty")
+            problems[name] = "empty"
+    value = math.nan
     try:
         value = float(cells["value"])
+        if not math.isfinite(value):
+            problems["value"] = f"{cells['value']!r}: expected a finite number"
     except ValueError:
-        raise IngestError(source, row, "value", f"{cells['value']!r}: expected a number") from None
-    if not math.isfinite(value):
-        raise IngestError(source, row, "value", f"{cells['value']!r}: expected a finite number")
+        problems["value"] = f"{cells['value']!r}: expected a number"
+    direction = parse_direction(cells["direction"])
+    if direction is None:
+        problems["direction"] = f"{cells['direction']!r}: expected lower or higher (or lower_is_better true/false)"
+    measured_at = math.nan
     try:
-        direction = Direction(cells["direction"])
-    except ValueError:
-        raise IngestError(source, row, "direction", f"{cells['direction']!r}: expected lower or higher") from None
+        measured_at = parse_timestamp(cells["timestamp"], source, row, "timestamp")
+    except IngestError as exc:
+        problems["timestamp"] = str(exc).split("field 'timestamp': ", 1)[1]
+    if problems:
+        (first, why), *rest = problems.items()
+        raise IngestError(source, row, first, "; ".join([why, *(f"field '{f}': {w}" for f, w in rest)]))
+    assert direction is not None
     return ResultRow(
         row=row,
         commit=cells["commit"],
@@ -85,17 +116,34 @@ def _row(cells: dict[str, str], extra: list[str], row: str, source: str) -> Resu
         value=value,
         unit=cells["unit"],
         direction=direction,
-        measured_at=parse_timestamp(cells["timestamp"], source, row, "timestamp"),
+        measured_at=measured_at,
         config={k: cells[k] for k in extra},
     )
 
 
+def parse_direction(text: str) -> Direction | None:
+    """`lower`/`higher`, or a lower-is-better flag as exports write it: `true`/`false` (any
+    case, or 1/0), `lower_is_better=True`. None when it is none of these."""
+    t = text.strip().lower()
+    if t in (Direction.LOWER.value, Direction.HIGHER.value):
+        return Direction(t)
+    return _FLAG.get(t.removeprefix(f"{DIRECTION_ALIAS}=").strip())
+
+
+_EPOCH = re.compile(r"\d{9,11}(\.\d+)?")  # unix seconds: 1973..5138, so no date is mistaken for one
+
+
 def parse_timestamp(text: str, source: str, row: str, field: str) -> float:
-    """ISO 8601 with a zone (`2026-11-30T02:00:00Z`, `...+01:00`) as unix time."""
+    """ISO 8601 (`2026-11-30T02:00:00Z`, `...+01:00`; without a zone, read as UTC: exports such
+    as Perfherder's write UTC without saying so) or unix epoch seconds, as unix time."""
+    if _EPOCH.fullmatch(text):
+        return float(text)
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
-        raise IngestError(source, row, field, f"{text!r}: expected an ISO 8601 time such as 2026-11-30T02:00:00Z") from None
+        raise IngestError(
+            source, row, field, f"{text!r}: expected an ISO 8601 time such as 2026-11-30T02:00:00Z, or epoch seconds"
+        ) from None
     if at.tzinfo is None:
-        raise IngestError(source, row, field, f"{text!r}: expected a time zone (Z or +HH:MM)")
+        at = at.replace(tzinfo=UTC)
     return at.timestamp()

@@ -78,7 +78,11 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             name = project or line.repo.path.name
             sources = [SourceFile(n, t) for n, t in _read(files)]
             for got in ingest(HistoryStore(db), name, sources, opts, line.resolve):
-                typer.echo(f"{got.name}: " + ("already in the history; nothing added" if got.duplicate else f"{got.rows} results added"))
+                typer.echo(
+                    f"{got.name}: "
+                    + ("already in the history; nothing added" if got.duplicate else f"{got.rows} results added")
+                    + (f" ({got.skipped} rows with an empty value skipped)" if got.skipped else "")
+                )
             return 0
 
         guard(go)

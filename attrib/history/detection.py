@@ -1,9 +1,13 @@
 """Change points of stored series: order, detect (pure: attrib/core/detect.py), persist.
 
-Incremental by construction: every change point found is stored with the two commits it lies
-between, and the next run hands those back to the detector as decided (`decided=`), so a
-night's new result never re-opens or moves them. A decided point whose series went back is
-marked recovered (the commit where it did), never dropped. `attrib detect` and the daemon
+Incremental and idempotent: every change point found is stored with the two commits it lies
+between, and the next run hands those back to the detector as decided (`decided=`). Which
+changes exist is decided on the data alone (attrib/core/detect.py), so running detect again on
+the same data adds nothing, and new nights can only add changes after the last decided one.
+A decided change whose two commits are no longer neighbours (a late result landed between
+them) is handed over as `reopened`: it may move to where the level now moves, and the move is
+written to its note. A decided point whose series went back is marked recovered (the commit
+where it did), never dropped. `attrib detect` and the daemon
 (after each POST /v1/results) both call detect_series; only the daemon goes on to flag.
 """
 
@@ -39,17 +43,31 @@ def detect_series(
     stored = {c.after: c for c in store.changes(series.id)}
     index_of = {sha: i for i, sha in enumerate(o.commits)}
     decided = sorted(index_of[a] for a in stored if a in index_of and index_of[a] > 0)
+    reopened = [
+        index_of[c.after] for c in stored.values()
+        if c.after in index_of and c.before in index_of and index_of[c.after] - index_of[c.before] > 1
+    ]  # fmt: skip
     new: set[int] = set()
     recovered: set[int] = set()
-    for cp in detect(o.values, series.direction, settings, decided) if len(o.values) >= 2 else []:
+    for cp in detect(o.values, series.direction, settings, decided, reopened) if len(o.values) >= 2 else []:
         after = o.commits[cp.index]
         known = stored.get(after)
+        if known is None and cp.moved_from is not None:
+            known = stored[o.commits[cp.moved_from]]
+        before = o.commits[cp.last_before if cp.last_before >= 0 else cp.index - 1]
+        if known is not None and (known.before, known.after) != (before, after) and known.before in index_of:
+            # late results landed between its commits: the pair (and maybe the place) changed
+            late = [o.commits[i] for i in range(index_of[known.before] + 1, index_of[known.after])]
+            store.move_change(
+                known.id, before, after,
+                f"moved from {known.before[:10]}..{known.after[:10]} to {before[:10]}..{after[:10]}:"
+                f" late result(s) at {', '.join(c[:10] for c in late)} landed between them",
+            )  # fmt: skip
         fields: dict[str, Any] = {
             "direction": cp.direction.value, "change_pct": cp.change_pct, "ci_pct": cp.ci_pct, "p_value": cp.p_value,
             "before_mean": cp.before_mean, "after_mean": cp.after_mean,
         }  # fmt: skip
         if known is None:
-            before = o.commits[cp.last_before if cp.last_before >= 0 else cp.index - 1]
             change_id = store.add_change(series.id, before, after, fields, new_flag)
             new.add(change_id)
         else:

@@ -137,7 +137,8 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
             config = {**opts.config, **r.config}
             stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, r.measured_at or opts.measured_at))
         bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
-        out.append(FileRows(src.name, fmt.value, digest(project, fmt, opts, src.text), stored))
+        skipped = getattr(rows, "skipped", 0)  # the CSV's empty values (formats/results_csv.CsvRows)
+        out.append(FileRows(src.name, fmt.value, digest(project, fmt, opts, src.text), stored, skipped))
     if bad:
         raise BadRows(bad)
     return out

@@ -8,6 +8,8 @@ the series. Several values of one commit (re-runs) become their median: one poin
 
 from __future__ import annotations
 
+import bisect
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,13 +32,35 @@ class History(Protocol):
     def resolve(self, rev: str) -> str: ...
 
 
+_HEX = re.compile(r"[0-9a-f]{7,40}")
+
+
 class GitLine:
+    """One upload's view of the branch: the first-parent line is read once (one `git rev-list`)
+    and a revision that names a commit of it (its full sha, or a prefix of >= 7 hex digits that
+    only one commit of the line has) resolves without a git call. Anything else (a branch name,
+    a tag, a commit off the line) still goes to `git rev-parse`. Measured: 50,000 commits took
+    157 s to add at a rev-parse (about 3 ms) each (benchmarks/detect_real.py --scale)."""
+
     def __init__(self, path: Path, branch: str = "HEAD") -> None:
         self.repo = GitRepo(path)
         self.branch = branch
         self._line: list[str] | None = None
+        self._sorted: list[str] | None = None
 
     def resolve(self, rev: str) -> str:
+        if _HEX.fullmatch(rev):
+            if self._sorted is None:
+                try:
+                    self._sorted = sorted(self.line())
+                except RepoError:  # no such branch: rev-parse below says what is wrong with rev
+                    self._sorted = []
+            i = bisect.bisect_left(self._sorted, rev)
+            hits = self._sorted[i : i + 2]
+            if hits and hits[0].startswith(rev) and (len(hits) == 1 or not hits[1].startswith(rev)):
+                # a short sha another object of the repository also starts with is git's
+                # "ambiguous" case; the line's commit is the one a nightly result names
+                return hits[0]
         return self.repo.resolve(rev)
 
     def line(self) -> list[str]:
@@ -48,6 +72,7 @@ class GitLine:
 
     def refresh(self) -> None:
         self._line = None
+        self._sorted = None
 
 
 @dataclass(frozen=True)

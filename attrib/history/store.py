@@ -160,6 +160,7 @@ class FileRows:
     format: str
     digest: str
     rows: Sequence[StoredRow]
+    skipped: int = 0  # rows with an empty value (a night without a result), not stored
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class Ingested:
     rows: int
     duplicate: bool  # the same file was ingested before: nothing new stored
     series: tuple[int, ...]
+    skipped: int = 0  # rows with an empty value, skipped
 
 
 def canonical_config(config: Mapping[str, str]) -> str:
@@ -202,7 +204,7 @@ class HistoryStore(SqliteStore):
         with self._errors("ingest"), self._write() as c:
             for f in files:
                 if c.execute("SELECT 1 FROM history_files WHERE digest = ?", (f.digest,)).fetchone():
-                    out.append(Ingested(f.name, f.digest, 0, True, ()))
+                    out.append(Ingested(f.name, f.digest, 0, True, (), f.skipped))
                     continue
                 c.execute(
                     "INSERT INTO history_files (digest, project, name, format, received, rows) VALUES (?,?,?,?,?,?)",
@@ -217,7 +219,7 @@ class HistoryStore(SqliteStore):
                         " VALUES (?,?,?,?,?,?)",
                         (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at),
                     )
-                out.append(Ingested(f.name, f.digest, len(f.rows), False, tuple(touched)))
+                out.append(Ingested(f.name, f.digest, len(f.rows), False, tuple(touched), f.skipped))
         return out
 
     @staticmethod
@@ -299,6 +301,16 @@ class HistoryStore(SqliteStore):
                 "UPDATE history_changes SET change_pct = ?, ci_lo = ?, ci_hi = ?, p_value = ?, before_mean = ?, after_mean = ?"
                 " WHERE id = ?",
                 (fields["change_pct"], *fields["ci_pct"], fields["p_value"], fields["before_mean"], fields["after_mean"], change_id),
+            )
+
+    def move_change(self, change_id: int, before: str, after: str, why: str) -> None:
+        """A decided change re-placed because a late result landed between its commits; `why`
+        is appended to its note, so the move is on record."""
+        with self._errors("move a change point"), self._write() as c:
+            c.execute(
+                "UPDATE history_changes SET before_sha = ?, after_sha = ?,"
+                " note = CASE WHEN note = '' THEN ? ELSE note || '; ' || ? END WHERE id = ?",
+                (before, after, why, why, change_id),
             )
 
     def set_recovered(self, change_id: int, sha: str) -> None:

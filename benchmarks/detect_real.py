@@ -1,0 +1,436 @@
+"""Detection on real series nobody on this project made: TCPD and Perfherder, attrib beside its peers.
+
+    .venv/bin/python benchmarks/detect_real.py --tcpd /work/.mirror/alan-turing-institute+TCPD/repo \
+        [--realise PATH] [--scale] [--out benchmarks/RESULTS-detect-real.md]
+
+--tcpd: a clone or bare git directory of alan-turing-institute/TCPD. The series are read from
+  datasets/<name>/<name>.json as committed (the ones TCPD may redistribute; the others need a
+  download there, and are absent), the human annotations from annotations.json. Nothing is
+  converted to disk: the data are rebuilt from that copy on every run, so no TCPD data is
+  shipped here (its per-dataset licences differ: MIT, GPL-2, public domain, CC BY...).
+  Univariate series only (n_dim = 1), scored with TCPDBench's own F1 and cover
+  (benchmarks/tcpd_metrics.py, margin 5, annotators combined as TCPDBench does).
+--realise: a clone or bare git directory of mozilla/REALISE-Performance. The subset is chosen
+  by rule, not by hand: every series file under data/all-datasets-annotated-aggregated/ whose
+  alerts include at least one sheriff-labelled one, in sorted path order, up to
+  --realise-series files. A series is one CSV (one row per push); labels per alert row
+  (`test_status`): acknowledged / downstream / reassigned = a valid change, invalid = a false
+  alarm; manually created alerts are changes Perfherder missed. Every detector (Perfherder's
+  own alerts too) is scored the same way: a detection within --margin pushes of a valid
+  change is a true positive (each used once), any other detection is a false alert.
+--scale: the ingestion/detection cost figures (issue 21): 50,000 points of one series added to
+  a history store ordered by a real git repository of 50,000 commits, then detected; and
+  detect over 100 series x 1,000 points.
+
+Every detector runs at its default settings; nothing here is tuned on these data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from detect_baselines import asv, otava, perfherder  # noqa: E402
+from tcpd_metrics import covering, f_measure  # noqa: E402
+
+from attrib.core.detect import DetectSettings, detect  # noqa: E402
+from attrib.core.model import Direction  # noqa: E402
+
+# TCPDBench analysis/output/tables/aggregate_table.tex, univariate, "Default" columns (cover, F1),
+# over TCPDBench's 37 univariate series (6 of which are not redistributed by TCPD, so absent here).
+PUBLISHED_DEFAULT = {
+    "amoc": (0.702, 0.664), "binseg": (0.706, 0.680), "bocpd": (0.636, 0.611), "bocpdms": (0.633, 0.476),
+    "cpnp": (0.535, 0.534), "ecp": (0.523, 0.551), "kcpa": (0.062, 0.057), "pelt": (0.689, 0.653),
+    "prophet": (0.540, 0.456), "rbocpdms": (0.629, 0.418), "rfpop": (0.392, 0.372), "segneigh": (0.676, 0.626),
+    "wbs": (0.330, 0.300),
+}  # fmt: skip
+PUBLISHED_BEST_BOCPD = (0.789, 0.831)
+
+Detector = Callable[[Sequence[float], Direction], list[int]]
+
+
+def attrib_detector(values: Sequence[float], direction: Direction) -> list[int]:
+    return [c.index for c in detect(values, direction, DetectSettings())]
+
+
+DETECTORS: dict[str, Detector] = {
+    "attrib": attrib_detector,
+    "perfherder-ttest": lambda v, d: perfherder(v),
+    "otava": lambda v, d: otava(v),
+    "asv": lambda v, d: asv(v),
+}
+
+
+# --- reading a copy of a repository (bare git dir or work tree) ------------------------------
+
+
+class Copy:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
+
+    def read(self, rel: str) -> bytes:
+        if self.bare:
+            out = subprocess.run(
+                ["git", f"--git-dir={self.path}", "show", f"HEAD:{rel}"], capture_output=True, check=False
+            )
+            if out.returncode:
+                raise FileNotFoundError(f"{self.path}: {rel}: {out.stderr.decode().strip()}")
+            return out.stdout
+        return (self.path / rel).read_bytes()
+
+    def list(self, under: str) -> list[str]:
+        if self.bare:
+            out = subprocess.run(
+                ["git", f"--git-dir={self.path}", "ls-tree", "-r", "--name-only", "HEAD", under],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            return sorted(s for s in out.stdout.splitlines() if s)
+        root = self.path / under
+        return sorted(str(p.relative_to(self.path)) for p in root.rglob("*") if p.is_file())
+
+
+# --- TCPD -------------------------------------------------------------------------------------
+
+
+@dataclass
+class TcpdSeries:
+    name: str
+    values: list[float]
+    annotations: dict[str, list[int]]
+
+
+def load_tcpd(copy: Copy) -> tuple[list[TcpdSeries], list[str]]:
+    annotations = json.loads(copy.read("annotations.json"))
+    series, absent = [], []
+    for name in sorted(annotations):
+        try:
+            doc = json.loads(copy.read(f"datasets/{name}/{name}.json"))
+        except FileNotFoundError:
+            absent.append(name)  # not redistributed by TCPD: its get_<name>.py downloads it
+            continue
+        if doc["n_dim"] != 1:
+            continue
+        raw = doc["series"][0]["raw"]
+        values = [math.nan if v is None else float(v) for v in raw]
+        series.append(TcpdSeries(name, values, {k: list(v) for k, v in annotations[name].items()}))
+    return series, absent
+
+
+@dataclass
+class TcpdScore:
+    f1: list[float] = field(default_factory=list)
+    cover: list[float] = field(default_factory=list)
+    reported: int = 0
+    seconds: float = 0.0
+    per_series: dict[str, tuple[float, float, int]] = field(default_factory=dict)
+    placement: list[int] = field(default_factory=list)  # |reported - annotated| of matched pairs
+
+
+def run_tcpd(series: list[TcpdSeries]) -> dict[str, TcpdScore]:
+    scores = {name: TcpdScore() for name in DETECTORS}
+    for s in series:
+        for name, det in DETECTORS.items():
+            t0 = time.perf_counter()
+            found = det(s.values, Direction.LOWER)
+            scores[name].seconds += time.perf_counter() - t0
+            f1 = f_measure(s.annotations, found)[0]
+            cover = covering(s.annotations, found, len(s.values))
+            sc = scores[name]
+            sc.f1.append(f1)
+            sc.cover.append(cover)
+            sc.reported += len(found)
+            sc.per_series[s.name] = (f1, cover, len(found))
+            # placement error: each reported point against the nearest annotated one (any
+            # annotator) within the margin; points without one are the F1's false positives
+            marks = {m for a in s.annotations.values() for m in a}
+            for c in found:
+                near = [abs(c - m) for m in marks if abs(c - m) <= 5]
+                if near:
+                    sc.placement.append(min(near))
+    return scores
+
+
+# --- Perfherder (REALISE-Performance) ----------------------------------------------------------
+
+VALID = {"acknowledged", "downstream", "reassigned"}
+INVALID = {"invalid"}
+# Treeherder's PerformanceAlert status codes (treeherder/model/models: PerformanceAlert.STATUSES)
+STATUS_CODES = {"0": "untriaged", "1": "downstream", "2": "reassigned", "3": "invalid", "4": "acknowledged"}
+REALISE_DIR = "data/all-datasets-annotated-aggregated"
+
+
+@dataclass
+class PerfSeries:
+    path: str
+    values: list[float]
+    direction: Direction
+    valid: list[int]  # indices of pushes where sheriffs confirmed a change
+    invalid: list[int]  # Perfherder alerts sheriffs called false alarms
+    perfherder: list[int]  # Perfherder's own (not manually created) alerts
+    quiet: bool  # no alert of any kind
+
+
+def _status(raw: str) -> str:
+    s = raw.strip().lower()
+    return STATUS_CODES.get(s.split(".")[0], s)
+
+
+def parse_realise(path: str, text: str) -> PerfSeries:
+    """One REALISE series CSV: rows in push order (push_timestamp, then push_id: re-runs of one
+    push become their median, as attrib's history does)."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    by_push: dict[str, list[dict[str, str]]] = {}
+    for r in rows:
+        by_push.setdefault(r["push_id"], []).append(r)
+    order = sorted(by_push, key=lambda p: (by_push[p][0]["push_timestamp"], int(p)))
+    values, valid, invalid, own = [], [], [], []
+    lower = rows[0]["lower_is_better"].strip().lower() in ("true", "1") if rows else True
+    for i, p in enumerate(order):
+        vals = [float(r["value"]) for r in by_push[p] if r["value"].strip()]
+        values.append(float(np.median(vals)) if vals else math.nan)
+        for r in by_push[p]:
+            if not r.get("alert_id", "").strip():
+                continue
+            status = _status(r.get("test_status", ""))
+            manual = r.get("test_manually_created", "").strip().lower() in ("true", "1")
+            if status in VALID:
+                valid.append(i)
+            elif status in INVALID:
+                invalid.append(i)
+            if not manual:
+                own.append(i)
+    return PerfSeries(
+        path, values, Direction.LOWER if lower else Direction.HIGHER,
+        sorted(set(valid)), sorted(set(invalid)), sorted(set(own)), not (valid or invalid or own),
+    )  # fmt: skip
+
+
+def load_realise(copy: Copy, limit: int) -> list[PerfSeries]:
+    out = []
+    for rel in copy.list(REALISE_DIR):
+        if not rel.endswith(".csv"):
+            continue
+        s = parse_realise(rel, copy.read(rel).decode())
+        if s.valid or s.invalid:
+            out.append(s)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def match(found: Sequence[int], truth: Sequence[int], margin: int) -> int:
+    left = sorted(found)
+    hits = 0
+    for t in sorted(truth):
+        near = [f for f in left if abs(f - t) <= margin]
+        if near:
+            left.remove(min(near, key=lambda f: (abs(f - t), f)))
+            hits += 1
+    return hits
+
+
+def run_realise(series: list[PerfSeries], margin: int) -> dict[str, dict[str, float]]:
+    dets: dict[str, Callable[[PerfSeries], list[int]]] = {
+        name: (lambda s, d=det: d(s.values, s.direction)) for name, det in DETECTORS.items()
+    }
+    dets["perfherder-alerts"] = lambda s: s.perfherder
+    out = {}
+    for name, det in dets.items():
+        tp = reported = valid = points = 0
+        for s in series:
+            found = det(s)
+            tp += match(found, s.valid, margin)
+            reported += len(found)
+            valid += len(s.valid)
+            points += len(s.values)
+        p = tp / reported if reported else 1.0
+        r = tp / valid if valid else math.nan
+        out[name] = {
+            "reported": reported, "tp": tp, "valid": valid, "precision": p, "recall": r,
+            "f1": 2 * p * r / (p + r) if p + r else 0.0, "false_per_1000": 1000 * (reported - tp) / max(points, 1),
+        }  # fmt: skip
+    return out
+
+
+# --- scale ---------------------------------------------------------------------------------------
+
+
+def scale_figures(n_points: int = 50_000, n_series: int = 100, series_len: int = 1000) -> dict[str, float]:
+    """Time to add n_points of one series (commits of a real git repository, ordered by its
+    first-parent line) and to detect on it; and detect over n_series x series_len points."""
+    from attrib.history.detection import detect_series
+    from attrib.history.ingest import Options, SourceFile, ingest
+    from attrib.history.order import GitLine
+    from attrib.history.store import HistoryStore
+
+    out: dict[str, float] = {}
+    rng = np.random.default_rng(21)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        # fast-import: 50,000 real commits in a second or two (a commit per `git commit` takes minutes)
+        lines = []
+        for i in range(n_points):
+            msg = f"c{i}"
+            lines.append(f"commit refs/heads/main\nmark :{i + 1}\ncommitter b <b@x> {1_700_000_000 + i} +0000\n")
+            lines.append(f"data {len(msg)}\n{msg}\n")
+            if i:
+                lines.append(f"from :{i}\n")
+        lines.append("\n")
+        subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input="".join(lines).encode(), check=True)
+        shas = subprocess.run(
+            ["git", "-C", str(repo), "rev-list", "--reverse", "main"], capture_output=True, text=True, check=True
+        ).stdout.split()
+        values = np.exp(rng.normal(0, 0.02, n_points) + np.where(np.arange(n_points) > n_points // 2, 0.1, 0.0))
+        body = "commit,benchmark,value,unit,direction,timestamp\n" + "".join(
+            f"{c},big,{v:.6f},ms,lower,2026-11-30T02:14:00Z\n" for c, v in zip(shas, values, strict=True)
+        )
+        store = HistoryStore(Path(tmp) / "h.db")
+        t0, c0 = time.perf_counter(), time.process_time()
+        upload = GitLine(repo, "main")  # one per upload, as `attrib history add` and the daemon make
+        ingest(store, "p", [SourceFile("big.csv", body)], Options(), upload.resolve)
+        out["add_50000_s"] = time.perf_counter() - t0
+        out["add_50000_cpu_s"] = time.process_time() - c0  # this process only: git's own time is in the wall figure
+        line = GitLine(repo, "main").line()
+        series = store.series("p")[0]
+        t0 = time.perf_counter()
+        first = detect_series(store, series, line, DetectSettings())
+        out["detect_50000_s"] = time.perf_counter() - t0
+        second = detect_series(store, series, line, DetectSettings())
+        out["detect_50000_first_n"] = len(first)
+        out["detect_50000_second_n"] = len(second)
+    many = [np.exp(rng.normal(0, 0.02, series_len)) for _ in range(n_series)]
+    t0, c0 = time.perf_counter(), time.process_time()
+    for v in many:
+        detect(v, Direction.LOWER, DetectSettings())
+    out["detect_100x1000_s"] = time.perf_counter() - t0
+    out["detect_100x1000_cpu_s"] = time.process_time() - c0
+    return out
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall) -> str:
+    import os
+
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+    lines = [
+        "## Real series (benchmarks/detect_real.py)",
+        "",
+        f"Command: `.venv/bin/python benchmarks/detect_real.py {' '.join(sys.argv[1:])}`; wall {wall:.0f} s; "
+        f"load average at the end {' '.join(load)} (2 CPUs shared with other work). Default settings everywhere.",
+        "",
+    ]
+    if tcpd is not None:
+        n = len(tcpd)
+        lines += [
+            f"### TCPD ({n} univariate series present in the copy; absent, not redistributed by TCPD: {', '.join(absent)})",
+            "",
+            "TCPDBench's metrics (F1 and cover, margin 5, annotators combined as TCPDBench does), mean over series.",
+            "",
+            "| detector | F1 | cover | change points reported | within 5 of an annotation | placement error mean / median (points) | exactly placed | s in all |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, sc in tcpd_scores.items():
+            pl = np.asarray(sc.placement, dtype=float)
+            place = f"{pl.mean():.2f} / {np.median(pl):.0f}" if pl.size else "n/a"
+            lines.append(
+                f"| {name} | {np.mean(sc.f1):.3f} | {np.mean(sc.cover):.3f} | {sc.reported} | {pl.size} | {place} | {int(np.sum(pl == 0))} | {sc.seconds:.1f} |"
+            )
+        for name, (cover, f1) in PUBLISHED_DEFAULT.items():
+            if name in ("binseg", "pelt", "bocpd", "amoc", "segneigh"):
+                lines.append(f"| TCPDBench published default {name} (37 series) | {f1:.3f} | {cover:.3f} | | | | | |")
+        lines.append(
+            f"| TCPDBench published best-tuned bocpd (37 series) | {PUBLISHED_BEST_BOCPD[1]:.3f} | {PUBLISHED_BEST_BOCPD[0]:.3f} | | | | | |"
+        )
+        quiet = [t for t in tcpd if not any(t.annotations.values())]
+        pts = sum(len(t.values) for t in quiet)
+        lines += [
+            "",
+            f"Quiet real series (every annotator marked no change: {', '.join(t.name for t in quiet)}; {pts} points):"
+            " change points reported, per 1000 points: "
+            + "; ".join(
+                f"{name} {sum(sc.per_series[t.name][2] for t in quiet)} ({1000 * sum(sc.per_series[t.name][2] for t in quiet) / pts:.1f})"
+                for name, sc in tcpd_scores.items()
+            ),
+        ]
+        lines += ["", "Per series (attrib): F1 / cover / reported", ""]
+        att = tcpd_scores["attrib"].per_series
+        lines.append(" ".join(f"{k} {f:.2f}/{c:.2f}/{r};" for k, (f, c, r) in att.items()))
+        lines.append("")
+    if realise is None:
+        lines += [f"### Perfherder (REALISE-Performance): not measured ({args.realise_why})", ""]
+    else:
+        pts = sum(len(s.values) for s in realise)
+        lines += [
+            f"### Perfherder (REALISE-Performance): {len(realise)} series, {pts} pushes, "
+            f"{sum(len(s.valid) for s in realise)} valid changes, {sum(len(s.invalid) for s in realise)} invalid alerts; margin {args.margin}",
+            "",
+            "| detector | reported | true | precision | recall | F1 | false alerts / 1000 pts |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, r in realise_scores.items():
+            lines.append(
+                f"| {name} | {r['reported']} | {r['tp']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | {r['false_per_1000']:.2f} |"
+            )
+        lines.append("")
+    if scale:
+        lines += [
+            "### Scale",
+            "",
+            f"- 50,000 points of one series added (`history.ingest.ingest` with one `GitLine` per upload, CSV parse included, git repository of 50,000 commits): {scale['add_50000_s']:.1f} s wall, {scale['add_50000_cpu_s']:.1f} s CPU of this process (target <= 10 s)",
+            f"- detect on that series (`detect_series`, store and order included): {scale['detect_50000_s']:.1f} s; "
+            f"change points after the first run {scale['detect_50000_first_n']:.0f}, after a second run on the same data {scale['detect_50000_second_n']:.0f}",
+            f"- detect over 100 series x 1,000 points (`detect`): {scale['detect_100x1000_s']:.2f} s wall, {scale['detect_100x1000_cpu_s']:.2f} s CPU (target <= 5 s)",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tcpd", type=Path, default=None)
+    ap.add_argument("--realise", type=Path, default=None)
+    ap.add_argument("--realise-series", type=int, default=40)
+    ap.add_argument("--margin", type=int, default=5)
+    ap.add_argument("--scale", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    tcpd = absent = tcpd_scores = realise = realise_scores = None
+    if args.tcpd:
+        tcpd, absent = load_tcpd(Copy(args.tcpd))
+        tcpd_scores = run_tcpd(tcpd)
+    args.realise_why = "no --realise copy given"
+    if args.realise:
+        if args.realise.exists():
+            realise = load_realise(Copy(args.realise), args.realise_series)
+            realise_scores = run_realise(realise, args.margin)
+        else:
+            args.realise_why = f"{args.realise} does not exist"
+    scale = scale_figures() if args.scale else None
+    text = report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, time.perf_counter() - t0)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
