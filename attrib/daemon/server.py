@@ -37,6 +37,7 @@ from attrib.core.model import JobState
 from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_github, verify_gitlab, verify_signature
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
+from attrib.daemon.connections import guarded_h11
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
 from attrib.daemon.owner import StateOwner
@@ -51,7 +52,9 @@ MAX_BODY_BYTES = 1 << 20  # a flag is a few hundred bytes; a check_run payload a
 MAX_BODIES = 8  # bodies being read at once: at most 8 MiB of request bodies in memory
 BODY_SLOT_WAIT_S = 10.0  # a request waits this long for its turn to send its body, then 503
 BODY_READ_TIMEOUT_S = 30.0  # a body slower than this (a trickle holding a slot) gets 408
-MAX_CONNECTIONS = 64  # uvicorn's limit_concurrency: connections beyond it get 503 at once
+MAX_CONNECTIONS = 1024  # uvicorn's limit_concurrency: requests beyond it get 503 at once
+MAX_PER_CLIENT = 32  # connections one client address may hold; more are closed at once
+FD_HEADROOM = 256  # file descriptors beyond MAX_CONNECTIONS: the database, git, the workers
 MAX_LIST = 1000  # jobs one GET /v1/jobs returns at most
 RETRY_AFTER_S = 30  # what a 429 tells the sender
 STOP_TIMEOUT_S = 30.0  # how long a stopping daemon waits for workers to hand their jobs back
@@ -282,6 +285,18 @@ def status_page(store: Store) -> str:
     )
 
 
+def _room_for_connections(wanted: int) -> None:
+    """Raise the soft limit on open files towards `wanted` (within the hard limit): a default
+    soft limit of 1024 would end accept() before MAX_CONNECTIONS were reached."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        log.info("open files limit raised from %d to %d", soft, target)
+
+
 def serve(settings: Settings) -> int:
     """Run the daemon until SIGINT/SIGTERM. Holds --state's lock (a second daemon on it exits
     2), prints one line with the address it listens on and writes it to --state/daemon.json
@@ -308,7 +323,14 @@ def serve(settings: Settings) -> int:
         pool = WorkerPool(store, settings)
         pool.start()
         print(f"attrib daemon listening on {url} (state {settings.state}, {settings.workers} worker(s))", flush=True)
-        config = uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off", limit_concurrency=MAX_CONNECTIONS)
+        _room_for_connections(MAX_CONNECTIONS + FD_HEADROOM)
+        config = uvicorn.Config(
+            create_app(store, settings),
+            log_level="warning",
+            lifespan="off",
+            limit_concurrency=MAX_CONNECTIONS,
+            http=guarded_h11(settings.head_timeout_s, MAX_PER_CLIENT),
+        )
         try:
             uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt:
