@@ -219,6 +219,7 @@ def base_url(settings: Settings) -> str:
         return ""
 
 
+SERIES_PER_PAGE = 50  # series one page of GET /series draws (results_api imports it)
 SERIES_POINTS = 60  # nights of a series a report draws: enough to see the level before and after
 
 
@@ -231,6 +232,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
             return ()
         series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
         drawn = {sid: _nights(history, settings, series[sid]) for sid in series}
+        pages = {sid: 1 + history.series_position(s) // SERIES_PER_PAGE for sid, s in series.items()}
     finally:
         history.close()
     base = base_url(settings)
@@ -240,7 +242,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
         at = commits.index(c.after) if c.after in commits else None
         out.append(DetectedChange(
             series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
-            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series#change-{c.id}",
+            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series?project={series[c.series_id].project}&page={pages[c.series_id]}#change-{c.id}",
             tuple(values), at,
         ))  # fmt: skip
     return tuple(out)

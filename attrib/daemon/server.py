@@ -38,6 +38,7 @@ from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_g
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
+from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
 from attrib.daemon.owner import StateOwner
@@ -63,13 +64,16 @@ _JOB_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
 def create_app(store: Store, settings: Settings) -> ASGIApp:
-    """The API behind the body bound (bodies.py): no route reads an unbounded body."""
-    return BoundedBodies(
-        _api(store, settings),
-        max_bytes=MAX_BODY_BYTES,
-        max_concurrent=MAX_BODIES,
-        slot_wait_s=BODY_SLOT_WAIT_S,
-        read_timeout_s=BODY_READ_TIMEOUT_S,
+    """The API behind the body bound (bodies.py): no route reads an unbounded body; every
+    answer, refusals of the bound included, carries the security headers (headers.py)."""
+    return SecurityHeaders(
+        BoundedBodies(
+            _api(store, settings),
+            max_bytes=MAX_BODY_BYTES,
+            max_concurrent=MAX_BODIES,
+            slot_wait_s=BODY_SLOT_WAIT_S,
+            read_timeout_s=BODY_READ_TIMEOUT_S,
+        )
     )
 
 
@@ -244,8 +248,13 @@ def _result_cells(job: Job) -> tuple[str, str]:
 
 def status_page(store: Store) -> str:
     """A small page of the queue and recent results. Every value is escaped: repo names,
-    sources and errors come from flags, i.e. from outside."""
+    sources and errors come from flags, i.e. from outside, and isolated in <bdi> (their
+    direction cannot reorder the page's own text)."""
     e = html.escape
+
+    def b(text: str) -> str:
+        return f"<bdi>{e(text)}</bdi>"
+
     counts = store.counts()
     rows = []
     for j in store.jobs(50):
@@ -260,13 +269,13 @@ def status_page(store: Store) -> str:
                     f'<a href="/v1/jobs/{e(j.id)}">{e(j.id)}</a>',
                     e(j.state.value),
                     e(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(j.created))),
-                    e(j.repo),
+                    b(j.repo),
                     e(f"{j.good[:10]}..{j.bad[:10]}"),
-                    e(j.benchmark),
+                    b(j.benchmark),
                     e(status),
                     e(culprits),
-                    e(str(phase)),
-                    e(j.source or ""),
+                    b(str(phase)),
+                    b(j.source or ""),
                     report,
                 )
             )

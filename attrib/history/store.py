@@ -279,6 +279,14 @@ class HistoryStore(SqliteStore):
             ).fetchall()
         return [_series(r) for r in rows]
 
+    def series_position(self, s: Series) -> int:
+        """0-based place of `s` in its project's index (series_page's order)."""
+        with self._errors("read series"):
+            return int(self._conn().execute(
+                "SELECT COUNT(*) FROM history_series WHERE project = ? AND (benchmark < ? OR (benchmark = ? AND config < ?))",
+                (s.project, s.benchmark, s.benchmark, canonical_config(s.config)),
+            ).fetchone()[0])  # fmt: skip
+
     def pending_series(self, project: str) -> list[Series]:
         """Series with rows stored since their last successful detection (indexed: the cost is
         what is pending, not the project's size)."""
