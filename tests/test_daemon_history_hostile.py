@@ -93,7 +93,7 @@ def refused(proc: Proc, status: int, answer: Any, before: tuple[int, int, int]) 
 
 
 def rows(commits: list[str], values: list[float], benchmark: str = "loop") -> str:
-    return "\n".join([HEADER] + [f"{c},{benchmark},{v!r},s,lower,2026-11-{1 + i % 28:02d}T02:00:00Z,ci" for i, (c, v) in enumerate(zip(commits, values))]) + "\n"
+    return "\n".join([HEADER] + [f"{c},{benchmark},{v!r},s,lower,2026-11-{1 + i % 28:02d}T02:00:00Z,ci" for i, (c, v) in enumerate(zip(commits, values, strict=True))]) + "\n"
 
 
 # --- 2. values the detector cannot use, and one series that cannot be analysed ------------------

@@ -33,6 +33,7 @@ from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare
 from attrib.daemon.store import Store
 from attrib.errors import FlagError, InputError, QueueFull, RepoError
 from attrib.formats.results_csv import parse_timestamp
+from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide
@@ -40,7 +41,6 @@ from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
-from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.history.store import Change, Claim, FlagState, HistoryStore, Series
 from attrib.result.types import DetectedChange
 

@@ -38,9 +38,9 @@ from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_g
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
-from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
