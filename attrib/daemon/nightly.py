@@ -117,7 +117,7 @@ class Nightly:
         commits = line.line()
         findings: list[Finding] = []
         unanalysed: list[dict[str, Any]] = []
-        for s in self.history.pending_series(name):
+        for s, mark in self.history.pending_series(name):
             try:
                 found = detect_series(self.history, s, commits, project.detect)
             except Exception as exc:  # noqa: BLE001  (one series' failure, whatever it is, must not stop the others)
@@ -125,7 +125,7 @@ class Nightly:
                 unanalysed.append({"series": s.id, "benchmark": s.benchmark, "config": s.config,
                                    "error": f"{type(exc).__name__}: {exc}"[:500], "retried": "with the next upload"})  # fmt: skip
                 continue
-            self.history.detected(s.id)
+            self.history.detected(s.id, mark)
             findings += found
         flagged = self.flag_pending(project, repo_path, commits, now)
         return finite({

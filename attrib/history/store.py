@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS history_series (
     config TEXT NOT NULL,
     unit TEXT NOT NULL,
     direction TEXT NOT NULL,
-    pending INTEGER NOT NULL DEFAULT 0, -- 1: rows stored since its last successful detection
+    pending INTEGER NOT NULL DEFAULT 0, -- > 0: rows stored since its last successful detection
     UNIQUE (project, benchmark, config)
 );
 -- Every file ingested. digest = sha256 of the project and the file's rows (idempotency).
@@ -242,7 +242,9 @@ class HistoryStore(SqliteStore):
                         " VALUES (?,?,?,?,?,?)",
                         (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at),
                     )
-                c.executemany("UPDATE history_series SET pending = 1 WHERE id = ?", [(sid,) for sid in touched])
+                # A count, not a flag: a detection that began before these rows were stored
+                # cannot clear them (detected() clears only the mark it read).
+                c.executemany("UPDATE history_series SET pending = pending + 1 WHERE id = ?", [(sid,) for sid in touched])
                 out.append(Ingested(f.name, f.digest, len(f.rows), False, tuple(touched)))
         return out
 
@@ -287,19 +289,20 @@ class HistoryStore(SqliteStore):
                 (s.project, s.benchmark, s.benchmark, canonical_config(s.config)),
             ).fetchone()[0])  # fmt: skip
 
-    def pending_series(self, project: str) -> list[Series]:
-        """Series with rows stored since their last successful detection (indexed: the cost is
-        what is pending, not the project's size)."""
+    def pending_series(self, project: str) -> list[tuple[Series, int]]:
+        """Series with rows stored since their last successful detection, each with its mark
+        for detected() (indexed: the cost is what is pending, not the project's size)."""
         with self._errors("read series"):
             rows = self._conn().execute(
-                "SELECT * FROM history_series WHERE project = ? AND pending = 1 ORDER BY id", (project,)
+                "SELECT * FROM history_series WHERE project = ? AND pending > 0 ORDER BY id", (project,)
             ).fetchall()
-        return [_series(r) for r in rows]
+        return [(_series(r), int(r["pending"])) for r in rows]
 
-    def detected(self, series_id: int) -> None:
-        """The series' detection succeeded on everything stored so far."""
+    def detected(self, series_id: int, mark: int) -> None:
+        """The series' detection succeeded on what was stored when `mark` was read; rows stored
+        since then keep it pending."""
         with self._errors("mark a series detected"), self._write() as c:
-            c.execute("UPDATE history_series SET pending = 0 WHERE id = ?", (series_id,))
+            c.execute("UPDATE history_series SET pending = 0 WHERE id = ? AND pending = ?", (series_id, mark))
 
     def waiting_changes(self, project: str) -> list[tuple[Series, Change]]:
         """Change points of `project` still waiting for a flag decision (FlagState.retried),
