@@ -147,7 +147,9 @@ class Nightly:
             rule = project.rule_for(s.benchmark)
             covered = self._covered(rule, repo_path, pos) if rule else []
             queued = self.history.queued_since(project.name, now - DAY_S)
-            d = decide(project, s.benchmark, c.direction == ChangeDirection.REGRESSION.value, span, covered, queued)
+            regression = c.direction == ChangeDirection.REGRESSION.value
+            d = decide(project, s.benchmark, regression, span, covered, queued)
+            claim = None
             if d.state is FlagState.QUEUED:
                 # The count above may be stale by now (another upload): counted again and
                 # claimed in one transaction, so the limit holds under concurrency.
@@ -155,11 +157,13 @@ class Nightly:
                 if claim is Claim.TAKEN:
                     continue
                 if claim is Claim.LIMIT:
-                    regression = c.direction == ChangeDirection.REGRESSION.value
                     d = decide(project, s.benchmark, regression, span, covered, project.max_bisections_per_day)
                 else:
                     d = self._queue(project, s, c, d)
-            self.history.set_flag(c.id, d.state, d.job_id, d.note, now)
+            if claim is Claim.CLAIMED:
+                self.history.set_flag(c.id, d.state, d.job_id, d.note, now)  # ours since the claim
+            elif not self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
+                continue  # another upload decided it meanwhile (and reports it)
             out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
         return out
 

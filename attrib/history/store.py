@@ -392,6 +392,17 @@ class HistoryStore(SqliteStore):
                 (flag.value, job_id, note, time.time() if now is None else now, change_id),
             )
 
+    def settle_waiting(self, change_id: int, flag: FlagState, job_id: str | None = None, note: str = "", now: float | None = None) -> bool:
+        """set_flag, only while the change point is still waiting for a decision: an upload
+        that read it before another claimed it must not overwrite the other's decision."""
+        waiting = [f.value for f in FlagState if f.retried]
+        with self._errors("record a flag"), self._write() as c:
+            cur = c.execute(
+                f"UPDATE history_changes SET flag = ?, job_id = ?, note = ?, flagged_at = ? WHERE id = ? AND flag IN ({', '.join('?' * len(waiting))})",
+                (flag.value, job_id, note, time.time() if now is None else now, change_id, *waiting),
+            )
+            return cur.rowcount == 1
+
     def claim_bisection(self, change_id: int, project: str, since: float, limit: int, now: float | None = None) -> Claim:
         """Count the project's bisections queued since `since` and, below `limit`, mark the
         change point queued: in one transaction, so concurrent uploads cannot all pass the
