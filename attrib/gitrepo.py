@@ -21,11 +21,12 @@ from attrib.errors import RepoError
 
 # A revision as a user or a CI job writes it: names, shas, ~ ^ @ { } : / . -, never a leading '-'
 # (which git would read as an option) and never whitespace or control characters.
-_REV_RE = re.compile(r"^[A-Za-z0-9_./@^~{}:+=-]{1,256}$")
+_REV_RE = re.compile(r"[A-Za-z0-9_./@^~{}:+=-]{1,256}")
 
 
 def validate_revision_text(rev: str) -> None:
-    if not _REV_RE.match(rev) or rev.startswith("-"):
+    # fullmatch: with match and "$", "HEAD\n" passed ($ matches before a trailing newline).
+    if not _REV_RE.fullmatch(rev) or rev.startswith("-"):
         raise RepoError(f"revision {rev!r}: not a valid revision name")
 
 

@@ -12,6 +12,17 @@ prints the rate and the daemon's resident memory (VmRSS/VmHWM from /proc) idle a
 burst. Then `--uploads` connections at once each send an unsigned `Transfer-Encoding: chunked`
 POST of `--upload-mib` MiB in 1 MiB chunks (the hostile case of issue 16); the daemon's peak
 resident memory while they run, their answers and the rows they stored are printed.
+
+Then (issue 20) three probes of a daemon whose config names nightly-history projects:
+* `--idle` sockets (default 500) are opened from other loopback addresses (127.0.0.2 and up,
+  `--idle-per-address` each), half of them silent, half having sent an incomplete request head,
+  and `--probe-flags` signed flags are sent one after another from 127.0.0.1 while they stay
+  open: each flag's answer and latency (p50, p99) is printed, and how many of the sockets the
+  daemon had closed by then;
+* the series index (GET /series) of a project of `--index-series` series (one row each) is
+  fetched while the daemon's VmRSS is sampled: its peak, the answer's size and time;
+* upload time against project size: projects of 10, 1,000 and 10,000 series, then
+  `--uploads-per-size` uploads of 3 rows touching one series of each; the median is printed.
 Figures are printed, not asserted: they depend on the machine.
 """
 
@@ -88,6 +99,69 @@ def _chunked_upload(host: str, port: int, mib: int) -> str:
     return first or "connection closed without an answer"
 
 
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _held_sockets(host: str, port: int, count: int, per_address: int) -> list[socket.socket]:
+    """`count` connections from 127.0.0.2, 127.0.0.3, ... (`per_address` each): even ones never
+    send a byte, odd ones send an incomplete request head and then nothing."""
+    out = []
+    for i in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((f"127.0.0.{2 + i // per_address}", 0))
+        s.settimeout(10)
+        try:
+            s.connect((host, port))
+            if i % 2:
+                s.sendall(b"POST /v1/regressions HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        except OSError:
+            pass  # refused at once: counted as closed below
+        out.append(s)
+    return out
+
+
+def _closed_by_peer(socks: list[socket.socket]) -> int:
+    closed = 0
+    for s in socks:
+        try:
+            s.setblocking(False)
+            closed += s.recv(1) == b""
+        except BlockingIOError:
+            pass  # still open, nothing to read
+        except OSError:
+            closed += 1
+    return closed
+
+
+def _csv(rows: list[tuple[str, str, float]]) -> str:
+    lines = ["commit,benchmark,value,unit,direction,timestamp"]
+    lines += [f"{c},{b},{v:.6f},s,lower,2026-11-{1 + i % 28:02d}T02:00:00Z" for i, (c, b, v) in enumerate(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def _post_results(url: str, project: str, text: str, name: str = "n.csv") -> tuple[int, float]:
+    body = json.dumps({"project": project, "files": [{"name": name, "content": text}]}).encode()
+    req = urllib.request.Request(url + "/v1/results", data=body, method="POST", headers={SIGNATURE_HEADER: sign(body, SECRET)})
+    start = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            resp.read()
+            status = int(resp.status)
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    return status, time.monotonic() - start
+
+
+def _fill(url: str, project: str, series: int, shas: list[str], batch: int = 4000) -> None:
+    for start in range(0, series, batch):
+        rows = [(shas[i % len(shas)], f"bench{i:06d}", 1.0) for i in range(start, min(series, start + batch))]
+        status, _ = _post_results(url, project, _csv(rows), f"fill-{start}.csv")
+        if status != 200:
+            raise SystemExit(f"filling {project}: POST /v1/results answered {status}")
+
+
 def _counts(state: Path) -> tuple[int, int]:
     conn = sqlite3.connect(state / "state.db")
     try:
@@ -103,6 +177,12 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--uploads", type=int, default=8, help="concurrent oversized chunked uploads")
     ap.add_argument("--upload-mib", type=int, default=32, help="MiB each upload sends")
+    ap.add_argument("--idle", type=int, default=500, help="idle or trickling sockets held open during the probe flags")
+    ap.add_argument("--idle-per-address", type=int, default=25, help="of those, how many from each loopback address")
+    ap.add_argument("--probe-flags", type=int, default=50, help="signed flags sent while the sockets are open")
+    ap.add_argument("--index-series", type=int, default=10_000, help="series of the project whose index is fetched")
+    ap.add_argument("--sizes", default="10,1000,10000", help="project sizes (series) for the upload times")
+    ap.add_argument("--uploads-per-size", type=int, default=5)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="attrib-burst-") as tmp:
         root = Path(tmp)
@@ -113,9 +193,15 @@ def main() -> int:
         (root / "recipes" / "demo.toml").write_text(DEMO_RECIPE)
         (root / "secret").write_text(SECRET)
         state = root / "state"
+        sizes = [int(x) for x in args.sizes.split(",") if x]
+        projects = "".join(
+            f'[history.projects.p{n}]\nrepo = "{root / "repo"}"\nbranch = "main"\n' for n in sorted({args.index_series, *sizes})
+        )
+        (root / "daemon.toml").write_text(projects)
         daemon = subprocess.Popen(
             [sys.executable, "-m", "attrib", "daemon", "--state", str(state), "--secret-file", str(root / "secret"),
-             "--port", "0", "--workers", "0", "--recipes-dir", str(root / "recipes"), "--max-queue", str(args.distinct)],
+             "--port", "0", "--workers", "0", "--recipes-dir", str(root / "recipes"), "--max-queue", str(args.distinct),
+             "--config", str(root / "daemon.toml")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
@@ -169,6 +255,57 @@ def main() -> int:
             sampler.join()
             after_uploads = _rss_kib(daemon.pid)
             flags_after_uploads, jobs_after_uploads = _counts(state)
+
+            # --- issue 20: idle and trickling sockets, the series index, upload time by size ---
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.idle + 256)), hard))
+            held = _held_sockets(host, int(port), args.idle, args.idle_per_address)
+            probe: list[tuple[int, float]] = []
+            try:
+                for i in range(args.probe_flags):
+                    body = json.dumps(
+                        {"repo": str(root / "repo"), "good": shas[0], "bad": shas[1], "recipe": "demo.toml", "source": f"probe {i}"}
+                    ).encode()
+                    t0 = time.monotonic()
+                    probe.append((post(body), time.monotonic() - t0))
+                closed_during = _closed_by_peer(held)
+            finally:
+                for s in held:
+                    s.close()
+
+            _fill(url, f"p{args.index_series}", args.index_series, shas)
+            index_peak = [_rss_kib(daemon.pid)["VmRSS"]]
+            index_before = index_peak[0]
+            done = threading.Event()
+
+            def sample_index() -> None:
+                while not done.wait(SAMPLE_EVERY_S):
+                    index_peak.append(_rss_kib(daemon.pid)["VmRSS"])
+
+            sampler = threading.Thread(target=sample_index, daemon=True)
+            sampler.start()
+            t0 = time.monotonic()
+            req = urllib.request.Request(url + f"/series?project=p{args.index_series}", headers={"Authorization": f"Bearer {SECRET}"})
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                index_status, index_bytes = int(resp.status), len(resp.read())
+            index_s = time.monotonic() - t0
+            done.set()
+            sampler.join()
+
+            upload_times: dict[int, list[float]] = {}
+            upload_statuses: set[int] = set()
+            for n in sizes:
+                if n != args.index_series:
+                    _fill(url, f"p{n}", n, shas)
+                times = []
+                for k in range(args.uploads_per_size):
+                    rows = [(shas[j], "bench000000", 1.0 + 0.001 * k + 0.0001 * j) for j in range(3)]
+                    status, took = _post_results(url, f"p{n}", _csv(rows), f"night-{k}.csv")
+                    upload_statuses.add(status)
+                    times.append(took)
+                upload_times[n] = times
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=60)
@@ -189,6 +326,21 @@ def main() -> int:
     )
     stored_by_uploads = (flags_after_uploads - flags) + (jobs_after_uploads - jobs)
     print(f"rows stored by the uploads: {stored_by_uploads}")
+    lat = [t for _, t in probe]
+    print(
+        f"signed flags while {args.idle} sockets are held open ({args.idle_per_address} per address, half silent, half with an"
+        f" incomplete head): answers {sorted({s for s, _ in probe})} ({sum(s == 202 for s, _ in probe)}/{len(probe)} accepted);"
+        f" latency p50 {_percentile(lat, 0.5) * 1000:.0f} ms, p99 {_percentile(lat, 0.99) * 1000:.0f} ms, max {max(lat) * 1000:.0f} ms;"
+        f" sockets the daemon had closed by the end: {closed_during}"
+    )
+    print(
+        f"series index of a {args.index_series}-series project: {index_status}, {index_bytes / MIB:.2f} MiB in {index_s:.2f} s;"
+        f" daemon VmRSS {index_before / 1024:.1f} MiB before, peak {max(index_peak) / 1024:.1f} MiB while it was served"
+    )
+    for n, times in upload_times.items():
+        print(f"upload of 3 rows to a {n}-series project: median {_percentile(times, 0.5) * 1000:.0f} ms"
+              f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}; {len(times)} uploads)")
+    print(f"upload answers: {sorted(upload_statuses)}")
     ok = accepted == args.flags == flags and jobs == args.distinct and stored_by_uploads == 0
     print("check: every flag accepted and stored, one job per range, nothing stored by the uploads: " + ("yes" if ok else "NO"))
     return 0 if ok else 1

@@ -115,7 +115,7 @@ def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: 
         assert final["result"]["status"] == "culprit_found"
         assert [c["commit"] for c in final["result"]["culprits"]] == tree.culprits
         report = (state / "jobs" / job_id / "report.md").read_text()
-        assert "detected in nightly history" in report and f"{url}/series#change-" in report
+        assert "detected in nightly history" in report and f"{url}/series?project=demo&page=1#change-" in report
         assert "^ change" in report, "the report draws the series with the change marked"
         [filed] = list((state / "filed" / "nightly").glob("*/report.md"))
         assert "detected in nightly history" in filed.read_text() and tree.culprits[0] in filed.read_text()

@@ -40,6 +40,7 @@ DEFAULT_WORKERS = 1  # bisections compete for the machine they time on: one at a
 MIN_SECRET_CHARS = 16
 DEFAULT_GITHUB_API = "https://api.github.com"
 GITHUB_TOKEN_VAR = "GITHUB_TOKEN"
+DEFAULT_HEAD_TIMEOUT_S = 10.0  # a silent or trickling connection holds its slot this long at most
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Settings:
     signature_tolerance_s: float = DEFAULT_TOLERANCE_S
     allow_legacy_signature: bool = False
     allow_http_repos: bool = False
+    head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S  # a request head must be complete within this
     history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
 
     @property
@@ -88,6 +90,7 @@ _KEYS: dict[str, type] = {
     "signature_tolerance_s": float,
     "allow_legacy_signature": bool,
     "allow_http_repos": bool,
+    "head_timeout_s": float,
     "history": dict,
 }
 
@@ -165,7 +168,7 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     for key, low in (("workers", 0), ("max_queue", 1), ("port", 0)):
         if key in merged and merged[key] < low:
             raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
-    for key, default in (("lease_s", DEFAULT_LEASE_S), ("signature_tolerance_s", DEFAULT_TOLERANCE_S)):
+    for key, default in (("lease_s", DEFAULT_LEASE_S), ("signature_tolerance_s", DEFAULT_TOLERANCE_S), ("head_timeout_s", DEFAULT_HEAD_TIMEOUT_S)):
         if merged.get(key, default) <= 0:
             raise InputError(f"{key} {merged[key]}: expected a positive number of seconds")
     known = {f.name for f in fields(Settings)}

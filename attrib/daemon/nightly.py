@@ -8,11 +8,21 @@ rate limit held back before) goes through flagging.decide: a regression becomes 
 sends, and queued with route "history". The link back (which series, which change point) is
 the change point's job_id in the history tables: the worker asks `origin()` for it when it
 writes the report, so the job table itself did not change.
+
+Ingestion and detection are one unit (issue 20): the rows are stored with every series they
+touch marked pending, in one transaction; then every pending series of the project is detected
+on its own. A series whose detection fails is named in the answer (`unanalysed`), stays
+pending and is detected again with the next upload; it never stops another series' detection.
+The daily limit is counted and claimed in one transaction (HistoryStore.claim_bisection), and
+only the change points still waiting for a decision are read: the cost of an upload follows
+what it touched, not how many series the project holds.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +33,7 @@ from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare
 from attrib.daemon.store import Store
 from attrib.errors import FlagError, InputError, QueueFull, RepoError
 from attrib.formats.results_csv import parse_timestamp
+from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide
@@ -30,12 +41,13 @@ from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
-from attrib.history.store import Change, FlagState, HistoryStore, Series
+from attrib.history.store import Change, Claim, FlagState, HistoryStore, Series
 from attrib.result.types import DetectedChange
 
 ENVELOPE = ("project", "files", "format", "commit", "config", "time")
 MAX_FILES = 100
 ROUTE = "history"
+log = logging.getLogger("attrib.daemon")
 DETECTED_IN = "detected in nightly history"
 
 
@@ -57,7 +69,10 @@ def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
     for i, f in enumerate(files):
         if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(f.get("content"), str):
             raise FlagError(f"files[{i}]", "expected {name: string, content: string}")
-        sources.append(SourceFile(f["name"][:200], f["content"]))
+        problem = text_problem(f["name"], MAX_FILE_NAME)
+        if problem is not None:
+            raise FlagError(f"files[{i}].name", problem)
+        sources.append(SourceFile(f["name"], f["content"]))
     try:
         fmt = InputFormat(data.get("format") or "auto")
     except ValueError:
@@ -98,37 +113,58 @@ class Nightly:
         project = self.project(name)
         repo_path = _local_repo(project.repo, self.ctx)  # a URL's mirror is fetched: new commits
         line = GitLine(repo_path, project.branch)
-        got = ingest(self.history, name, files, opts, line.resolve)
-        touched = sorted({sid for g in got for sid in g.series})
-        findings: list[Finding] = []
+        got = ingest(self.history, name, files, opts, line.resolve, project.max_series)
         commits = line.line()
-        for s in self.history.series(name, ids=touched) if touched else []:
-            findings += detect_series(self.history, s, commits, project.detect)
+        findings: list[Finding] = []
+        unanalysed: list[dict[str, Any]] = []
+        for s, mark in self.history.pending_series(name):
+            try:
+                found = detect_series(self.history, s, commits, project.detect)
+            except Exception as exc:  # noqa: BLE001  (one series' failure, whatever it is, must not stop the others)
+                log.exception("detection of series %d (%s %s) failed; it stays pending", s.id, name, s.label)
+                unanalysed.append({"series": s.id, "benchmark": s.benchmark, "config": s.config,
+                                   "error": f"{type(exc).__name__}: {exc}"[:500], "retried": "with the next upload"})  # fmt: skip
+                continue
+            self.history.detected(s.id, mark)
+            findings += found
         flagged = self.flag_pending(project, repo_path, commits, now)
-        return {
+        return finite({
             "project": name,
             "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate, "skipped": g.skipped} for g in got],
             "changes": [finding_json(f) for f in findings if f.new or f.recovered_now],
+            "unanalysed": unanalysed,
             "flags": flagged,
-        }
+        })  # fmt: skip
 
     def flag_pending(self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None) -> list[dict[str, Any]]:
         now = time.time() if now is None else now
         pos = {sha: i for i, sha in enumerate(commits)}
         out = []
-        for s in self.history.series(project.name):
-            for c in self.history.changes(s.id):
-                if not c.flag.retried or c.before not in pos or c.after not in pos:
+        for s, c in self.history.waiting_changes(project.name):
+            if c.before not in pos or c.after not in pos:
+                continue
+            span = Span(pos[c.before], pos[c.after])
+            rule = project.rule_for(s.benchmark)
+            covered = self._covered(rule, repo_path, pos) if rule else []
+            queued = self.history.queued_since(project.name, now - DAY_S)
+            regression = c.direction == ChangeDirection.REGRESSION.value
+            d = decide(project, s.benchmark, regression, span, covered, queued)
+            claim = None
+            if d.state is FlagState.QUEUED:
+                # The count above may be stale by now (another upload): counted again and
+                # claimed in one transaction, so the limit holds under concurrency.
+                claim = self.history.claim_bisection(c.id, project.name, now - DAY_S, project.max_bisections_per_day, now)
+                if claim is Claim.TAKEN:
                     continue
-                span = Span(pos[c.before], pos[c.after])
-                rule = project.rule_for(s.benchmark)
-                covered = self._covered(rule, repo_path, pos) if rule else []
-                queued = self.history.queued_since(project.name, now - DAY_S)
-                d = decide(project, s.benchmark, c.direction == ChangeDirection.REGRESSION.value, span, covered, queued)
-                if d.state is FlagState.QUEUED:
+                if claim is Claim.LIMIT:
+                    d = decide(project, s.benchmark, regression, span, covered, project.max_bisections_per_day)
+                else:
                     d = self._queue(project, s, c, d)
-                self.history.set_flag(c.id, d.state, d.job_id, d.note, now)
-                out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
+            if claim is Claim.CLAIMED:
+                self.history.set_flag(c.id, d.state, d.job_id, d.note, now)  # ours since the claim
+            elif not self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
+                continue  # another upload decided it meanwhile (and reports it)
+            out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
         return out
 
     def _covered(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> list[Covered]:
@@ -165,6 +201,18 @@ class Nightly:
         return Decision(FlagState.QUEUED, d.rule, acc.job_id)
 
 
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float as null: no JSON answer carries NaN or Infinity
+    (which are not JSON, and which Starlette's encoder would turn into a 500 after the commit)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def base_url(settings: Settings) -> str:
     """Where links in reports point: [history] public_url, else the address the daemon listens on."""
     if settings.history.public_url:
@@ -175,6 +223,7 @@ def base_url(settings: Settings) -> str:
         return ""
 
 
+SERIES_PER_PAGE = 50  # series one page of GET /series draws (results_api imports it)
 SERIES_POINTS = 60  # nights of a series a report draws: enough to see the level before and after
 
 
@@ -187,6 +236,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
             return ()
         series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
         drawn = {sid: _nights(history, settings, series[sid]) for sid in series}
+        pages = {sid: 1 + history.series_position(s) // SERIES_PER_PAGE for sid, s in series.items()}
     finally:
         history.close()
     base = base_url(settings)
@@ -196,7 +246,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
         at = commits.index(c.after) if c.after in commits else None
         out.append(DetectedChange(
             series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
-            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series#change-{c.id}",
+            c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series?project={series[c.series_id].project}&page={pages[c.series_id]}#change-{c.id}",
             tuple(values), at,
         ))  # fmt: skip
     return tuple(out)

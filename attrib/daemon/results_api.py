@@ -3,12 +3,15 @@
   POST /v1/results       X-Attrib-Signature-256 over the raw body, checked by auth.verify_signature
                          (the same check as POST /v1/regressions), before anything is parsed; the
                          body is bounded by the server's MAX_BODY_BYTES like every other
-  GET  /series           the series view: every series as an SVG with its change points, linked
-                         to their bisections; Authorization: Bearer <secret>, or HTTP Basic with
-                         the secret as password, so a person can open it in a browser
+  GET  /series           the series view, SERIES_PER_PAGE series a page (?project=NAME&page=N):
+                         each series as an SVG with its change points, linked to their
+                         bisections; Authorization: Bearer <secret>, or HTTP Basic with the
+                         secret as password, so a person can open it in a browser
   GET  /series/{id}.svg  one series' plot alone (same authentication)
 
-Work that runs git or blocks on SQLite runs in the thread pool, as the flag routes do.
+Work that runs git or blocks on SQLite runs in the thread pool, as the flag routes do. Text
+from results files is escaped and, in the page, isolated in <bdi> so that a right-to-left name
+cannot reorder the page's own text around it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from attrib.daemon.auth import SignaturePolicy, Unauthorized, check_bearer, check_token, verify_signature
 from attrib.daemon.config import Settings
 from attrib.daemon.flags import mirror_path
-from attrib.daemon.nightly import Nightly
+from attrib.daemon.nightly import SERIES_PER_PAGE, Nightly, finite
 from attrib.daemon.store import Store
 from attrib.errors import BadRows, IngestError, RepoError
 from attrib.gitrepo import is_git_url
@@ -36,6 +39,7 @@ from attrib.history.projects import ProjectConfig
 from attrib.history.store import Change, FlagState, Series
 
 _SVG_RE = re.compile(r"^([0-9]{1,12})\.svg$")
+_PAGE_RE = re.compile(r"[1-9][0-9]{0,8}")
 
 
 def check_viewer(authorization: str | None, secret: str) -> None:
@@ -74,12 +78,19 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
             return JSONResponse({"error": str(exc), "errors": [str(e) for e in exc.errors]}, status_code=400)
         except IngestError as exc:
             return JSONResponse({"error": str(exc), "errors": [str(exc)]}, status_code=400)
-        return JSONResponse(answer)
+        return JSONResponse(finite(answer))
 
     @app.get("/series", response_class=HTMLResponse)
-    def series_page(request: Request) -> Response:
+    def series_page(request: Request, project: str | None = None, page: str = "1") -> Response:
         denied = _viewer(request)
-        return denied or HTMLResponse(_page(nightly, settings))
+        if denied:
+            return denied
+        # Checked here, after the secret (FastAPI would answer a bad integer with 422 first).
+        if not _PAGE_RE.fullmatch(page):
+            return JSONResponse({"error": f"page {page[:20]!r}: expected a page number from 1", "field": "page"}, status_code=400)
+        if project is not None and project not in settings.history.projects:
+            return JSONResponse({"error": f"no project {project[:100]!r}", "field": "project"}, status_code=404)
+        return HTMLResponse(_page(nightly, settings, project, int(page)))
 
     @app.get("/series/{name}")
     def series_plot(request: Request, name: str) -> Response:
@@ -120,18 +131,36 @@ def _svg(nightly: Nightly, project: ProjectConfig, s: Series, line: list[str] | 
     return series_svg(o.commits, o.values, s.unit, _marks(nightly.history.changes(s.id), index), f"{s.project}: {s.label}")
 
 
-def _page(nightly: Nightly, settings: Settings) -> str:
+def _bdi(text: str) -> str:
+    """User text, escaped and isolated from the page's own text direction."""
+    return f"<bdi>{html.escape(text)}</bdi>"
+
+
+def _pages(name: str, page: int, count: int) -> str:
+    last = max(1, -(-count // SERIES_PER_PAGE))
+    first_shown = (page - 1) * SERIES_PER_PAGE + 1
+    shown = f"series {first_shown}-{min(count, page * SERIES_PER_PAGE)} of {count}" if first_shown <= count else f"{count} series"
+    links = [f"<a href='/series?project={html.escape(name)}&amp;page={n}'>{label}</a>"
+             for n, label in ((page - 1, "previous"), (page + 1, "next")) if 1 <= n <= last]  # fmt: skip
+    return f"<p class='pages'>page {page} of {last}: {shown} {' · '.join(links)}</p>"
+
+
+def _page(nightly: Nightly, settings: Settings, only: str | None = None, page: int = 1) -> str:
     e = html.escape
     body: list[str] = []
     for name, project in sorted(settings.history.projects.items()):
+        if only is not None and name != only:
+            continue
         line = _line(project, settings)
-        body.append(f"<h2>{e(name)}</h2>")
-        all_series = nightly.history.series(name)
-        if not all_series:
+        body.append(f"<h2>{_bdi(name)}</h2>")
+        count = nightly.history.series_count(name)
+        if not count:
             body.append("<p>no results yet</p>")
-        for s in all_series:
+            continue
+        body.append(_pages(name, page, count))
+        for s in nightly.history.series_page(name, (page - 1) * SERIES_PER_PAGE, SERIES_PER_PAGE):
             changes = nightly.history.changes(s.id)
-            body.append(f'<section id="series-{s.id}"><h3>{e(s.label)} <small>({e(s.unit)}, {e(s.direction.value)} is better)</small></h3>')
+            body.append(f'<section id="series-{s.id}"><h3>{_bdi(s.label)} <small>({_bdi(s.unit)}, {e(s.direction.value)} is better)</small></h3>')
             body.append(_svg(nightly, project, s, line))
             if changes:
                 body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in ("change", "range", "p", "state", "bisection")) + "</tr>")
@@ -140,7 +169,7 @@ def _page(nightly: Nightly, settings: Settings) -> str:
                         f'<a class="job" href="/v1/jobs/{e(c.job_id)}">{e(c.job_id)}</a> '
                         f'<a class="report" href="/v1/jobs/{e(c.job_id)}/report">report</a>'
                         if c.job_id
-                        else e(c.note)
+                        else _bdi(c.note)
                     )
                     recovered = f", recovered at {e(c.recovered[:10])}" if c.recovered else ""
                     body.append(

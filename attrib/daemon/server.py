@@ -37,8 +37,10 @@ from attrib.core.model import JobState
 from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_github, verify_gitlab, verify_signature
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
+from attrib.daemon.connections import guarded_h11
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
@@ -51,7 +53,9 @@ MAX_BODY_BYTES = 1 << 20  # a flag is a few hundred bytes; a check_run payload a
 MAX_BODIES = 8  # bodies being read at once: at most 8 MiB of request bodies in memory
 BODY_SLOT_WAIT_S = 10.0  # a request waits this long for its turn to send its body, then 503
 BODY_READ_TIMEOUT_S = 30.0  # a body slower than this (a trickle holding a slot) gets 408
-MAX_CONNECTIONS = 64  # uvicorn's limit_concurrency: connections beyond it get 503 at once
+MAX_CONNECTIONS = 1024  # uvicorn's limit_concurrency: requests beyond it get 503 at once
+MAX_PER_CLIENT = 32  # connections one client address may hold; more are closed at once
+FD_HEADROOM = 256  # file descriptors beyond MAX_CONNECTIONS: the database, git, the workers
 MAX_LIST = 1000  # jobs one GET /v1/jobs returns at most
 RETRY_AFTER_S = 30  # what a 429 tells the sender
 STOP_TIMEOUT_S = 30.0  # how long a stopping daemon waits for workers to hand their jobs back
@@ -60,13 +64,16 @@ _JOB_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
 def create_app(store: Store, settings: Settings) -> ASGIApp:
-    """The API behind the body bound (bodies.py): no route reads an unbounded body."""
-    return BoundedBodies(
-        _api(store, settings),
-        max_bytes=MAX_BODY_BYTES,
-        max_concurrent=MAX_BODIES,
-        slot_wait_s=BODY_SLOT_WAIT_S,
-        read_timeout_s=BODY_READ_TIMEOUT_S,
+    """The API behind the body bound (bodies.py): no route reads an unbounded body; every
+    answer, refusals of the bound included, carries the security headers (headers.py)."""
+    return SecurityHeaders(
+        BoundedBodies(
+            _api(store, settings),
+            max_bytes=MAX_BODY_BYTES,
+            max_concurrent=MAX_BODIES,
+            slot_wait_s=BODY_SLOT_WAIT_S,
+            read_timeout_s=BODY_READ_TIMEOUT_S,
+        )
     )
 
 
@@ -241,8 +248,13 @@ def _result_cells(job: Job) -> tuple[str, str]:
 
 def status_page(store: Store) -> str:
     """A small page of the queue and recent results. Every value is escaped: repo names,
-    sources and errors come from flags, i.e. from outside."""
+    sources and errors come from flags, i.e. from outside, and isolated in <bdi> (their
+    direction cannot reorder the page's own text)."""
     e = html.escape
+
+    def b(text: str) -> str:
+        return f"<bdi>{e(text)}</bdi>"
+
     counts = store.counts()
     rows = []
     for j in store.jobs(50):
@@ -257,13 +269,13 @@ def status_page(store: Store) -> str:
                     f'<a href="/v1/jobs/{e(j.id)}">{e(j.id)}</a>',
                     e(j.state.value),
                     e(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(j.created))),
-                    e(j.repo),
+                    b(j.repo),
                     e(f"{j.good[:10]}..{j.bad[:10]}"),
-                    e(j.benchmark),
+                    b(j.benchmark),
                     e(status),
                     e(culprits),
-                    e(str(phase)),
-                    e(j.source or ""),
+                    b(str(phase)),
+                    b(j.source or ""),
                     report,
                 )
             )
@@ -280,6 +292,18 @@ def status_page(store: Store) -> str:
         " <a href='/series'>nightly series</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
     )
+
+
+def _room_for_connections(wanted: int) -> None:
+    """Raise the soft limit on open files towards `wanted` (within the hard limit): a default
+    soft limit of 1024 would end accept() before MAX_CONNECTIONS were reached."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        log.info("open files limit raised from %d to %d", soft, target)
 
 
 def serve(settings: Settings) -> int:
@@ -308,7 +332,14 @@ def serve(settings: Settings) -> int:
         pool = WorkerPool(store, settings)
         pool.start()
         print(f"attrib daemon listening on {url} (state {settings.state}, {settings.workers} worker(s))", flush=True)
-        config = uvicorn.Config(create_app(store, settings), log_level="warning", lifespan="off", limit_concurrency=MAX_CONNECTIONS)
+        _room_for_connections(MAX_CONNECTIONS + FD_HEADROOM)
+        config = uvicorn.Config(
+            create_app(store, settings),
+            log_level="warning",
+            lifespan="off",
+            limit_concurrency=MAX_CONNECTIONS,
+            http=guarded_h11(settings.head_timeout_s, MAX_PER_CLIENT),
+        )
         try:
             uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt:

@@ -7,6 +7,12 @@ reported (BadRows, one line each naming file, row and field). Commits are resolv
 shas in the project's repository here, so a typo in a sha is a bad row, not a series of one.
 
 Google Benchmark and NVBench documents name no commit: the caller says which (`commit`).
+
+Every row of every format passes one door here (`_check_row`): its text by the shared rule of
+attrib/formats/text.py, its value within VALUE_RANGE. The detector works on logs of the values
+(attrib/core/detect.py), so zero, negative and absurd values would either be analysed on
+another model or overflow its estimates: they are refused, with the row named, before
+anything is stored.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from attrib.errors import BadRows, IngestError, InputError, RepoError
 from attrib.formats.attrib_result import attrib_doc_kind, parse_attrib_json
 from attrib.formats.result_row import ResultRow
 from attrib.formats.results_csv import parse_results_csv
+from attrib.formats.text import MAX_BENCHMARK, MAX_CONFIG_KEY, MAX_UNIT, check_text
 from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
 
 MAX_CONFIG_KEYS = 32
+VALUE_RANGE = (1e-15, 1e15)  # a measured value, in its unit: positive, and far from overflow
 
 
 class InputFormat(StrEnum):
@@ -101,10 +109,26 @@ def _tool_rows(src: SourceFile, fmt: InputFormat, opts: Options) -> list[ResultR
     return rows
 
 
-def digest(project: str, fmt: InputFormat, opts: Options, text: str) -> str:
-    """The same bytes with the same options are the same file: its rows are stored once."""
-    key = json.dumps([project, fmt.value, opts.commit, sorted(opts.config.items()), opts.measured_at]).encode()
-    return hashlib.sha256(key + b"\0" + text.encode()).hexdigest()
+def digest(project: str, rows: Sequence[StoredRow]) -> str:
+    """The same rows are the same file, however they were written (a blank line, another
+    order, a short sha for a full one): what identifies a row is what would be stored."""
+    key = sorted(
+        json.dumps([r.commit, r.benchmark, sorted(r.config.items()), repr(r.value), r.unit, r.direction.value, r.measured_at])
+        for r in rows
+    )
+    return hashlib.sha256(json.dumps([project, key]).encode()).hexdigest()
+
+
+def _check_row(source: str, r: ResultRow, config: Mapping[str, str]) -> None:
+    """The door every row of every format passes (see the module's docstring)."""
+    check_text(r.benchmark, MAX_BENCHMARK, source, r.row, "benchmark")
+    check_text(r.unit, MAX_UNIT, source, r.row, "unit")
+    for key, value in config.items():
+        check_text(key, MAX_CONFIG_KEY, source, r.row, "config")
+        check_text(value, MAX_BENCHMARK, source, r.row, key)
+    lo, hi = VALUE_RANGE
+    if not lo <= r.value <= hi:  # NaN fails this too
+        raise IngestError(source, r.row, "value", f"{r.value!r}: expected a positive measured value from {lo:g} to {hi:g}")
 
 
 def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: Callable[[str], str]) -> list[FileRows]:
@@ -135,14 +159,27 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
                 file_bad.append(IngestError(src.name, r.row, "commit", str(sha)))
                 continue
             config = {**opts.config, **r.config}
-            stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, r.measured_at or opts.measured_at))
+            try:
+                _check_row(src.name, r, config)
+            except IngestError as exc:
+                file_bad.append(exc)
+                continue
+            at = r.measured_at if r.measured_at is not None else opts.measured_at  # 0.0 is 1970-01-01, a time
+            stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, at))
         bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
         skipped = getattr(rows, "skipped", 0)  # the CSV's empty values (formats/results_csv.CsvRows)
-        out.append(FileRows(src.name, fmt.value, digest(project, fmt, opts, src.text), stored, skipped))
+        out.append(FileRows(src.name, fmt.value, digest(project, stored), stored, skipped))
     if bad:
         raise BadRows(bad)
     return out
 
 
-def ingest(store: HistoryStore, project: str, files: Sequence[SourceFile], opts: Options, resolve: Callable[[str], str]) -> list[Ingested]:
-    return store.ingest(project, prepare(project, files, opts, resolve))
+def ingest(
+    store: HistoryStore,
+    project: str,
+    files: Sequence[SourceFile],
+    opts: Options,
+    resolve: Callable[[str], str],
+    max_series: int | None = None,
+) -> list[Ingested]:
+    return store.ingest(project, prepare(project, files, opts, resolve), max_series=max_series)

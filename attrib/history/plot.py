@@ -4,18 +4,27 @@ Plain SVG text, no library and nothing fetched from anywhere, so the daemon's pa
 a machine with no internet and no plotting extra. Every change point is a vertical band
 between its two commits, red for a regression and green for an improvement, wrapped in a
 link to its bisection when there is one. Every text from outside (benchmark names, config)
-is escaped.
+is escaped, and a character XML 1.0 does not allow (C0 controls, which html.escape keeps;
+ingestion refuses them, but older rows may hold them) becomes U+FFFD: the SVG stays
+well-formed whatever is stored.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 WIDTH, HEIGHT = 720, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 70, 16, 16, 34
 REGRESSION_COLOUR, IMPROVEMENT_COLOUR, POINT_COLOUR = "#c0392b", "#1e8449", "#2c3e50"
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def xml_text(text: str) -> str:
+    """Escaped for XML text and attributes, with characters XML cannot hold replaced."""
+    return _NOT_XML.sub("\ufffd", html.escape(text))
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,7 @@ class Mark:
 
 
 def series_svg(commits: Sequence[str], values: Sequence[float], unit: str, marks: Sequence[Mark], title: str) -> str:
-    e = html.escape
+    e = xml_text
     n = len(values)
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     if hi == lo:

@@ -10,6 +10,7 @@ branch = "main"                                # series follow its first-parent 
 file_issue = "github:org/kernels"              # where the bisections' reports are filed [none]
 bisect_improvements = false                    # improvements are recorded, not bisected [false]
 max_bisections_per_day = 5                     # per project; the rest wait for the next night [5]
+max_series = 10000                             # series the project may hold; more are refused [10000]
 detect = { min_segment = 5, alpha = 0.001 }    # DetectSettings fields [the detector's defaults]
 map = [                                        # first matching pattern wins
   { pattern = "BM_Gemm*", recipe = "kernels.toml", benchmark = "gemm" },
@@ -32,8 +33,11 @@ from attrib.errors import InputError, RecipeError
 from attrib.history.settings import detect_settings
 
 DEFAULT_MAX_BISECTIONS_PER_DAY = 5  # a bad night must not fill the queue: the rest wait a day
+# Benchmarks x configurations of a real project are hundreds to a few thousand; a careless CI
+# that puts a run id in a benchmark name would otherwise create series without end (issue 20).
+DEFAULT_MAX_SERIES = 10_000
 _PROJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_PROJECT_KEYS = ("repo", "branch", "file_issue", "bisect_improvements", "max_bisections_per_day", "detect", "map")
+_PROJECT_KEYS = ("repo", "branch", "file_issue", "bisect_improvements", "max_bisections_per_day", "max_series", "detect", "map")
 _MAP_KEYS = ("pattern", "recipe", "benchmark")
 
 
@@ -55,6 +59,7 @@ class ProjectConfig:
     file_issue: str | None = None
     bisect_improvements: bool = False
     max_bisections_per_day: int = DEFAULT_MAX_BISECTIONS_PER_DAY
+    max_series: int = DEFAULT_MAX_SERIES
     detect: DetectSettings = field(default_factory=DetectSettings)
     map: tuple[MapRule, ...] = ()
 
@@ -92,13 +97,15 @@ def _project(path: Path, name: str, t: Any) -> ProjectConfig:
     unknown = sorted(set(t) - set(_PROJECT_KEYS))
     if unknown:
         raise RecipeError(path, f"{where}.{unknown[0]}", f"unknown key; expected one of: {', '.join(_PROJECT_KEYS)}")
-    for key, kind in (("repo", str), ("branch", str), ("file_issue", str), ("bisect_improvements", bool), ("max_bisections_per_day", int)):
+    for key, kind in (("repo", str), ("branch", str), ("file_issue", str), ("bisect_improvements", bool), ("max_bisections_per_day", int), ("max_series", int)):
         if key in t and (not isinstance(t[key], kind) or (kind is int and isinstance(t[key], bool))):
             raise RecipeError(path, f"{where}.{key}", f"expected {kind.__name__}")
     if not t.get("repo"):
         raise RecipeError(path, f"{where}.repo", "missing: the repository the results are measured in")
     if t.get("max_bisections_per_day", 1) < 0:
         raise RecipeError(path, f"{where}.max_bisections_per_day", "expected 0 or more")
+    if t.get("max_series", 1) < 1:
+        raise RecipeError(path, f"{where}.max_series", "expected 1 or more")
     detect = t.get("detect", {})
     if not isinstance(detect, dict):
         raise RecipeError(path, f"{where}.detect", "expected a table of detection settings")
@@ -116,6 +123,7 @@ def _project(path: Path, name: str, t: Any) -> ProjectConfig:
         file_issue=t.get("file_issue"),
         bisect_improvements=t.get("bisect_improvements", False),
         max_bisections_per_day=t.get("max_bisections_per_day", DEFAULT_MAX_BISECTIONS_PER_DAY),
+        max_series=t.get("max_series", DEFAULT_MAX_SERIES),
         detect=settings,
         map=tuple(_rule(path, f"{where}.map[{i}]", r) for i, r in enumerate(rules)),
     )

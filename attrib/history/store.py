@@ -3,8 +3,11 @@ and the change points decided on them, in SQLite. The schema is stated here and 
 
 The daemon keeps these tables in its own database (--state/state.db, next to the jobs they
 lead to); the CLI in a file of its own (`attrib history add --db`). A file is ingested in one
-transaction, keyed by the digest of what was sent: a file with one bad row stores nothing, and
-the same file sent twice stores its rows once. The store never orders commits: it keeps what
+transaction, keyed by the digest of its rows (not of its bytes: a blank line added changes
+nothing): a file with one bad row stores nothing, and the same rows sent twice are stored once.
+Every series a file touches is marked `pending` in that same transaction and unmarked only
+once its detection succeeded, so a series whose detection failed (or never ran: a crash) is
+detected again with the next upload instead of being forgotten. The store never orders commits: it keeps what
 it was given, and the caller orders a series by the repository's first-parent line.
 """
 
@@ -23,7 +26,12 @@ from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
 from attrib.sqlite import SqliteStore
 
-HISTORY_SCHEMA = 1  # meta key 'history_schema'; the daemon's own tables have their own version
+HISTORY_SCHEMA = 2  # meta key 'history_schema'; the daemon's own tables have their own version
+# 1 -> 2 (issue 20): history_series.pending and the indexes on it and on history_changes.flag
+_MIGRATE_1_TO_2 = (
+    "ALTER TABLE history_series ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
+    "UPDATE history_series SET pending = 1",  # detected again once: cheap, and nothing is missed
+)
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 
 _SCHEMA = """
@@ -36,9 +44,10 @@ CREATE TABLE IF NOT EXISTS history_series (
     config TEXT NOT NULL,
     unit TEXT NOT NULL,
     direction TEXT NOT NULL,
+    pending INTEGER NOT NULL DEFAULT 0, -- > 0: rows stored since its last successful detection
     UNIQUE (project, benchmark, config)
 );
--- Every file ingested. digest = sha256 of project, format, options and content (idempotency).
+-- Every file ingested. digest = sha256 of the project and the file's rows (idempotency).
 CREATE TABLE IF NOT EXISTS history_files (
     digest TEXT PRIMARY KEY,
     project TEXT NOT NULL,
@@ -78,6 +87,11 @@ CREATE TABLE IF NOT EXISTS history_changes (
     flagged_at REAL,
     UNIQUE (series_id, before_sha, after_sha)
 );
+"""
+# Created after the tables (and after a migration added the column they name).
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS history_series_pending ON history_series (project, pending);
+CREATE INDEX IF NOT EXISTS history_changes_by_flag ON history_changes (flag);
 """
 
 
@@ -190,18 +204,29 @@ class HistoryStore(SqliteStore):
             row = c.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone()
             if row is None:
                 c.execute("INSERT INTO meta VALUES ('history_schema', ?)", (str(HISTORY_SCHEMA),))
+            elif row[0] == "1":
+                for stmt in _MIGRATE_1_TO_2:
+                    c.execute(stmt)
+                c.execute("UPDATE meta SET value = ? WHERE key = 'history_schema'", (str(HISTORY_SCHEMA),))
             elif row[0] != str(HISTORY_SCHEMA):
                 raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
+            for stmt in _INDEXES.split(";"):
+                if stmt.strip():
+                    c.execute(stmt)
 
     # --- ingestion ----------------------------------------------------------------------------
 
-    def ingest(self, project: str, files: Sequence[FileRows], now: float | None = None) -> list[Ingested]:
+    def ingest(
+        self, project: str, files: Sequence[FileRows], now: float | None = None, max_series: int | None = None
+    ) -> list[Ingested]:
         """Store the files' rows in one transaction. A row that contradicts its series (another
-        unit or direction) is an IngestError and nothing of any file is kept; a file whose
-        digest is already stored adds nothing (the same file sent twice)."""
+        unit or direction), or that would make the project's series more than `max_series`, is
+        an IngestError and nothing of any file is kept; a file whose digest is already stored
+        adds nothing (the same rows sent twice). Every touched series is marked pending."""
         now = time.time() if now is None else now
         out: list[Ingested] = []
         with self._errors("ingest"), self._write() as c:
+            room = _Room(c, project, max_series)
             for f in files:
                 if c.execute("SELECT 1 FROM history_files WHERE digest = ?", (f.digest,)).fetchone():
                     out.append(Ingested(f.name, f.digest, 0, True, (), f.skipped))
@@ -212,24 +237,28 @@ class HistoryStore(SqliteStore):
                 )
                 touched: dict[int, None] = {}
                 for r in f.rows:
-                    sid = self._series_id(c, project, r, f.name)
+                    sid = self._series_id(c, project, r, f.name, room)
                     touched[sid] = None
                     c.execute(
                         "INSERT INTO history_results (file_digest, row, series_id, commit_sha, value, measured_at)"
                         " VALUES (?,?,?,?,?,?)",
                         (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at),
                     )
+                # A count, not a flag: a detection that began before these rows were stored
+                # cannot clear them (detected() clears only the mark it read).
+                c.executemany("UPDATE history_series SET pending = pending + 1 WHERE id = ?", [(sid,) for sid in touched])
                 out.append(Ingested(f.name, f.digest, len(f.rows), False, tuple(touched), f.skipped))
         return out
 
     @staticmethod
-    def _series_id(c: sqlite3.Connection, project: str, r: StoredRow, name: str) -> int:
+    def _series_id(c: sqlite3.Connection, project: str, r: StoredRow, name: str, room: _Room) -> int:
         config = canonical_config(r.config)
         row = c.execute(
             "SELECT id, unit, direction FROM history_series WHERE project = ? AND benchmark = ? AND config = ?",
             (project, r.benchmark, config),
         ).fetchone()
         if row is None:
+            room.take(name, r)
             cur = c.execute(
                 "INSERT INTO history_series (project, benchmark, config, unit, direction) VALUES (?,?,?,?,?)",
                 (project, r.benchmark, config, r.unit, r.direction.value),
@@ -241,6 +270,57 @@ class HistoryStore(SqliteStore):
         return int(row["id"])
 
     # --- reading ------------------------------------------------------------------------------
+
+    def series_count(self, project: str) -> int:
+        with self._errors("count series"):
+            return int(self._conn().execute("SELECT COUNT(*) FROM history_series WHERE project = ?", (project,)).fetchone()[0])
+
+    def series_page(self, project: str, offset: int, limit: int) -> list[Series]:
+        """One page of the project's series in the index's order (benchmark, config)."""
+        with self._errors("read series"):
+            rows = self._conn().execute(
+                "SELECT * FROM history_series WHERE project = ? ORDER BY benchmark, config LIMIT ? OFFSET ?", (project, limit, offset)
+            ).fetchall()
+        return [_series(r) for r in rows]
+
+    def series_position(self, s: Series) -> int:
+        """0-based place of `s` in its project's index (series_page's order)."""
+        with self._errors("read series"):
+            return int(self._conn().execute(
+                "SELECT COUNT(*) FROM history_series WHERE project = ? AND (benchmark < ? OR (benchmark = ? AND config < ?))",
+                (s.project, s.benchmark, s.benchmark, canonical_config(s.config)),
+            ).fetchone()[0])  # fmt: skip
+
+    def pending_series(self, project: str) -> list[tuple[Series, int]]:
+        """Series with rows stored since their last successful detection, each with its mark
+        for detected() (indexed: the cost is what is pending, not the project's size)."""
+        with self._errors("read series"):
+            rows = self._conn().execute(
+                "SELECT * FROM history_series WHERE project = ? AND pending > 0 ORDER BY id", (project,)
+            ).fetchall()
+        return [(_series(r), int(r["pending"])) for r in rows]
+
+    def detected(self, series_id: int, mark: int) -> None:
+        """The series' detection succeeded on what was stored when `mark` was read; rows stored
+        since then keep it pending."""
+        with self._errors("mark a series detected"), self._write() as c:
+            c.execute("UPDATE history_series SET pending = 0 WHERE id = ? AND pending = ?", (series_id, mark))
+
+    def waiting_changes(self, project: str) -> list[tuple[Series, Change]]:
+        """Change points of `project` still waiting for a flag decision (FlagState.retried),
+        found through the index on flag: not by walking every series."""
+        waiting = [f.value for f in FlagState if f.retried]
+        with self._errors("read change points"):
+            rows = self._conn().execute(
+                "SELECT h.*, s.project, s.benchmark, s.config, s.unit, s.direction AS series_direction"
+                " FROM history_changes h JOIN history_series s ON s.id = h.series_id"
+                f" WHERE s.project = ? AND h.flag IN ({', '.join('?' * len(waiting))}) ORDER BY h.id",
+                (project, *waiting),
+            ).fetchall()
+        return [
+            (Series(r["series_id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["series_direction"])), _change(r))
+            for r in rows
+        ]
 
     def series(self, project: str | None = None, ids: Sequence[int] | None = None) -> list[Series]:
         sql, params = "SELECT * FROM history_series", list[object]()
@@ -255,7 +335,7 @@ class HistoryStore(SqliteStore):
             sql += " WHERE " + " AND ".join(where)
         with self._errors("read series"):
             rows = self._conn().execute(sql + " ORDER BY project, benchmark, config", params).fetchall()
-        return [Series(r["id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["direction"])) for r in rows]
+        return [_series(r) for r in rows]
 
     def points(self, series_id: int) -> list[Point]:
         """Every stored value of the series, in no particular order (see history/order.py)."""
@@ -324,18 +404,79 @@ class HistoryStore(SqliteStore):
                 (flag.value, job_id, note, time.time() if now is None else now, change_id),
             )
 
+    def settle_waiting(self, change_id: int, flag: FlagState, job_id: str | None = None, note: str = "", now: float | None = None) -> bool:
+        """set_flag, only while the change point is still waiting for a decision: an upload
+        that read it before another claimed it must not overwrite the other's decision."""
+        waiting = [f.value for f in FlagState if f.retried]
+        with self._errors("record a flag"), self._write() as c:
+            cur = c.execute(
+                f"UPDATE history_changes SET flag = ?, job_id = ?, note = ?, flagged_at = ? WHERE id = ? AND flag IN ({', '.join('?' * len(waiting))})",
+                (flag.value, job_id, note, time.time() if now is None else now, change_id, *waiting),
+            )
+            return cur.rowcount == 1
+
+    def claim_bisection(self, change_id: int, project: str, since: float, limit: int, now: float | None = None) -> Claim:
+        """Count the project's bisections queued since `since` and, below `limit`, mark the
+        change point queued: in one transaction, so concurrent uploads cannot all pass the
+        count before any of them queued (issue 20). The caller then submits the job and
+        records its id (set_flag), or another state, which gives the place back."""
+        now = time.time() if now is None else now
+        waiting = [f.value for f in FlagState if f.retried]
+        with self._errors("claim a bisection"), self._write() as c:
+            row = c.execute("SELECT flag FROM history_changes WHERE id = ?", (change_id,)).fetchone()
+            if row is None or row[0] not in waiting:
+                return Claim.TAKEN
+            if self._queued_since(c, project, since) >= limit:
+                return Claim.LIMIT
+            c.execute(
+                "UPDATE history_changes SET flag = ?, job_id = NULL, note = '', flagged_at = ? WHERE id = ?",
+                (FlagState.QUEUED.value, now, change_id),
+            )
+        return Claim.CLAIMED
+
+    @staticmethod
+    def _queued_since(c: sqlite3.Connection, project: str, since: float) -> int:
+        return int(
+            c.execute(
+                "SELECT COUNT(*) FROM history_changes h JOIN history_series s ON s.id = h.series_id"
+                " WHERE s.project = ? AND h.flag = ? AND h.flagged_at >= ?",
+                (project, FlagState.QUEUED.value, since),
+            ).fetchone()[0]
+        )
+
     def queued_since(self, project: str, since: float) -> int:
         """Bisections queued for `project`'s change points since `since` (the rate limit)."""
         with self._errors("count flags"):
-            return int(
-                self._conn()
-                .execute(
-                    "SELECT COUNT(*) FROM history_changes h JOIN history_series s ON s.id = h.series_id"
-                    " WHERE s.project = ? AND h.flag = ? AND h.flagged_at >= ?",
-                    (project, FlagState.QUEUED.value, since),
-                )
-                .fetchone()[0]
-            )
+            return self._queued_since(self._conn(), project, since)
+
+
+class Claim(StrEnum):
+    CLAIMED = "claimed"  # marked queued: submit the job
+    LIMIT = "limit"  # the project's bisections of the day are used up
+    TAKEN = "taken"  # another upload decided this change point meanwhile
+
+
+class _Room:
+    """Series a project may still gain in one ingestion (None: no cap), counted once."""
+
+    def __init__(self, c: sqlite3.Connection, project: str, max_series: int | None) -> None:
+        self.project, self.max_series = project, max_series
+        self.have = (
+            0 if max_series is None else int(c.execute("SELECT COUNT(*) FROM history_series WHERE project = ?", (project,)).fetchone()[0])
+        )
+
+    def take(self, name: str, r: StoredRow) -> None:
+        if self.max_series is not None and self.have >= self.max_series:
+            raise IngestError(
+                name, r.row, "benchmark",
+                f"{r.benchmark!r} would be a new series, and project {self.project} has its limit of {self.max_series}"
+                " series (max_series in its [history] config); nothing was stored",
+            )  # fmt: skip
+        self.have += 1
+
+
+def _series(r: sqlite3.Row) -> Series:
+    return Series(r["id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["direction"]))
 
 
 def _change(r: sqlite3.Row) -> Change:
