@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import BlockStatistic, Direction
+from attrib.core.model import BlockStatistic, Direction, SearchMethod
 from attrib.errors import RecipeError
 from attrib.evaluate.gpu.build import KernelSource
 from attrib.evaluate.gpu.metrics import STATIC_METRICS
@@ -160,10 +160,16 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
+    ignore_below_pct: float | None = None  # a step this small is never named; None: half the minimum
     block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
     cupy: CupySpec | None = None
     gbench: GbenchSpec | None = None
     nvbench: NvbenchSpec | None = None
+
+    @property
+    def ignore_pct(self) -> float:
+        """The indifference zone's lower edge: steps at or below it are never named culprits."""
+        return self.min_change_pct / 2 if self.ignore_below_pct is None else self.ignore_below_pct
 
     def argv(self, reps: int | None = None) -> list[str]:
         n = str(self.reps if reps is None else reps)
@@ -180,6 +186,7 @@ class Recipe:
     slurm: SlurmSpec | None = None  # the [slurm] table; None: cluster defaults
     search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
     budget_s: float | None = None  # the recipe's default --budget
+    search_method: SearchMethod = SearchMethod.SEQUENTIAL  # [search] method
 
     def benchmark(self, name: str | None) -> BenchmarkSpec:
         if name is None:
@@ -243,6 +250,7 @@ _SEARCH: dict[str, tuple[Check, bool]] = {
         (lambda v: isinstance(v, str) and parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'),
         False,
     ),
+    "method": (_enum(tuple(m.value for m in SearchMethod)), False),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
@@ -253,6 +261,7 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "timeout_s": (_POS_NUM, False),
     "reps": (_POS_INT, False),
     "min_change_pct": (_POS_NUM, False),
+    "ignore_below_pct": (_POS_NUM, False),
     "block_statistic": (_enum(BLOCK_STATISTICS), False),
     "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
     "gbench": ((lambda v: isinstance(v, dict), "a table [benchmark.gbench]"), False),
@@ -444,6 +453,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT)),
+                ignore_below_pct=float(bench_t["ignore_below_pct"]) if "ignore_below_pct" in bench_t else None,
                 block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
                 cupy=cupy,
                 gbench=gbench,
@@ -469,6 +479,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
         search_paths=tuple(search_t.get("paths", ())),
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
+        search_method=SearchMethod(search_t.get("method", SearchMethod.SEQUENTIAL.value)),
     )
 
 
