@@ -325,9 +325,14 @@ class Bisection:
                     f"{found.commit[:10]} is a smaller step than the minimum change "
                     f"(P(>= minimum) = {found.size_p:.2f}): not a culprit"
                 )
-            else:
+            mark = len(culprits)
+            if not isinstance(found, SmallerStep):
                 culprits.extend(self.descend(found))
             cut = chain.index(found.commit)
+            if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
+                # the posterior finds the largest step, not the first: the stretch before it
+                # is searched too, when its end is still worse than the reference
+                culprits[mark:mark] = self.find_culprits(chain[: chain.index(found.last_good) + 1], reference, None)
             reference, chain = found.commit, chain[cut + 1 :]
         return culprits
 
@@ -428,6 +433,10 @@ class Bisection:
         rec = self.evaluation.records.get(self.evaluation.stand_in(sha))
         return list(rec.blocks) if rec is not None else []
 
+    def _times(self, sha: str) -> list[float]:
+        rec = self.evaluation.records.get(self.evaluation.stand_in(sha))
+        return [float(t) for t in rec.block_times] if rec is not None else []
+
     def _measure_block(self, sha: str, failures: dict[str, list[bool]]) -> bool:
         """One more block of `sha` (its byte-identical stand-in's); False once it is hopeless."""
         build = self.evaluation.build(sha)
@@ -458,8 +467,9 @@ class Bisection:
                     raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
         while True:
             blocks = {i: self._blocks(positions[i]) for i in range(n + 1)}
+            times = {i: self._times(positions[i]) for i in range(n + 1)}
             req, post = locate.next_request(
-                n, blocks, unbuildable=frozenset(unbuildable), tau=tau, blocks_left=cap - spent
+                n, blocks, unbuildable=frozenset(unbuildable), tau=tau, blocks_left=cap - spent, times=times
             )
             if self.evaluation.out_of_time:
                 lo, hi = self._credible_range(post)
@@ -479,7 +489,8 @@ class Bisection:
                 self._budget_spent(chain, reference, (last, k))
                 return None
             blocks = {i: self._blocks(positions[i]) for i in range(n + 1)}
-            after = locate.posterior(n, blocks, tau=tau)
+            times = {i: self._times(positions[i]) for i in range(n + 1)}
+            after = locate.posterior(n, blocks, tau=tau, times=times)
             held = sum(after.probs[last + 1 : k + 1])
             amb = tuple(positions[i] for i in req.ambiguous)
             if confirm.verdict is Verdict.BAD or req.action is locate.Action.EXHAUSTED or retries >= MAX_CONFIRM_RETRIES:

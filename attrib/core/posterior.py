@@ -125,19 +125,30 @@ def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None
     return sigma
 
 
-def _fit_sides(y: np.ndarray, v: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Student-t location of the commit levels y (variances v) selected by each row of `mask`:
-    per row (mu, log-likelihood, Fisher information), by iteratively reweighted means."""
-    w = mask / v
-    mu = (w @ y) / w.sum(axis=1)
-    for _ in range(IRLS_STEPS):
-        r2 = (y[None, :] - mu[:, None]) ** 2 / v
+def _fit_sides(
+    y: np.ndarray, v: np.ndarray, good: np.ndarray, t: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
+    block times `t`, a common drift slope) fitted to the commit levels y with variances v by
+    iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
+    log-likelihood, log-determinant of the information) per row."""
+    rows, m = good.shape
+    cols = [good, 1.0 - good] + ([np.broadcast_to(t - t.mean(), (rows, m))] if t is not None else [])
+    x = np.stack(cols, axis=2)  # rows x m x p
+    w = np.broadcast_to(1.0 / v, (rows, m))
+    wt = w.copy()
+    for _ in range(IRLS_STEPS + 1):
+        xtw = x * wt[:, :, None]
+        a = np.einsum("rmi,rmj->rij", xtw, x) + np.eye(x.shape[2]) * 1e-12
+        beta = np.linalg.solve(a, np.einsum("rmi,m->ri", xtw, y)[:, :, None])[:, :, 0]
+        r2 = (y[None, :] - np.einsum("rmi,ri->rm", x, beta)) ** 2 / v
         wt = w * (NU + 1) / (NU + r2)
-        mu = (wt @ y) / wt.sum(axis=1)
-    r2 = (y[None, :] - mu[:, None]) ** 2 / v
-    ll = np.sum(mask * (-(NU + 1) / 2 * np.log1p(r2 / NU) - 0.5 * np.log(v)), axis=1)
-    info = w.sum(axis=1) * (NU + 1) / (NU + 3)  # Fisher information of a t location
-    return mu, ll, info
+    ll = np.sum(-(NU + 1) / 2 * np.log1p(r2 / NU) - 0.5 * np.log(v), axis=1)
+    info = np.einsum("rmi,rmj->rij", x * w[:, :, None], x) * (NU + 1) / (NU + 3)
+    _, logdet = np.linalg.slogdet(info + np.eye(x.shape[2]) * 1e-12)
+    cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
+    se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
+    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se
 
 
 def posterior(
@@ -146,10 +157,13 @@ def posterior(
     *,
     tau: float,
     prior_sigma: float | None = None,
+    times: Mapping[int, Sequence[float]] | None = None,
 ) -> Posterior:
     """P(change at k), k = 1..n, from every block level measured at positions 0..n.
 
-    Positions 0 and n must have blocks (the reference and the bad end)."""
+    Positions 0 and n must have blocks (the reference and the bad end). With `times` (per
+    position, when each block ran) the levels share a linear drift in time: a machine that
+    slows during the search does not read as a step between early and late probes."""
     if n < 1:
         raise ValueError("a segment has at least one candidate position")
     if not blocks.get(0) or not blocks.get(n):
@@ -159,21 +173,31 @@ def posterior(
     y = np.array([commit_level(blocks[p], sigma) for p in measured])
     v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
     m = len(measured)
+    slope = None
+    if times is not None:
+        mean_t = np.array([float(np.mean(times[p])) for p in measured])
+        # a drift slope is only identifiable once some commit was measured at two times
+        if any(len(times[p]) >= 2 for p in measured) and m >= 3:
+            slope = mean_t / max(1.0, float(np.ptp(mean_t)))
     # gap c: k in (measured[c], measured[c+1]]; the commits measured[: c+1] are on the good side
     good = np.tri(m - 1, m, dtype=float)  # row c: ones at columns 0..c
-    m0, l0, i0 = _fit_sides(y, v, good)
-    m1, l1, i1 = _fit_sides(y, v, 1.0 - good)
-    widths = np.diff(np.array(measured, dtype=float))
-    logs = l0 + l1 - 0.5 * np.log(i0 * i1) + np.log(widths)
-    mass = np.exp(logs - logs.max())
+    widths = np.log(np.diff(np.array(measured, dtype=float)))
+    # Bayesian model averaging over "no drift" and "linear drift" (prior 1/2 each): the slope
+    # costs its Occam factor where the machine is steady and takes over where it drifts
+    fits = [_fit_sides(y, v, good, None)]
+    if slope is not None:
+        fits.append(_fit_sides(y, v, good, slope))
+    logs = np.stack([f[2] + widths for f in fits])
+    mass = np.exp(logs - logs.max()).sum(axis=0)
     mass /= mass.sum()
+    which = int(np.argmax(logs.max(axis=1)))
+    m0, m1, _, se = fits[which]
     probs = np.zeros(n + 1)
     for c in range(m - 1):
         lo, hi = measured[c], measured[c + 1]
         probs[lo + 1 : hi + 1] = mass[c] / (hi - lo)
     best = int(np.argmax(mass))
-    se = math.sqrt(1 / i0[best] + 1 / i1[best])
-    return Posterior(tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), se, sigma, tau)
+    return Posterior(tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), float(se[best]), sigma, tau)
 
 
 def mixture_bits(f: np.ndarray, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -220,13 +244,14 @@ def next_request(
     build_cost: float = DEFAULT_BUILD_COST,
     locate_at: float = DEFAULT_LOCATE_AT,
     blocks_left: int | None = None,
+    times: Mapping[int, Sequence[float]] | None = None,
 ) -> tuple[Request, Posterior]:
     """The next request for a segment, and the posterior it was chosen from.
 
     CONFIRM once one position (with the unbuildable commits right before it, which no data can
     tell apart) holds `locate_at`; EXHAUSTED when no request is worth anything or the block
     cap (`blocks_left`) is spent; else the MEASURE or BUILD with the most bits per unit cost."""
-    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma)
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
     hit = _credible(post, unbuildable, locate_at)
     if hit is not None:
         k, amb = hit
