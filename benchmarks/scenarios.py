@@ -162,6 +162,7 @@ class Record:
     exact: bool
     error: str = ""
     posteriors: tuple[float, ...] = ()  # attrib: per named culprit
+    wall_s: float = 0.0  # this strategy's own wall time on this trial
 
     @property
     def false_culprit(self) -> bool:
@@ -297,7 +298,10 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
 
 def _task(args: tuple[str, int, int, str]) -> Record:
     family, index, seed, strategy = args
-    return run_strategy(make_trial(FAMILY[family], index, seed), strategy)
+    trial = make_trial(FAMILY[family], index, seed)
+    start = time.process_time()  # CPU time: the machine is shared, wall time would measure the others
+    record = run_strategy(trial, strategy)
+    return replace(record, wall_s=time.process_time() - start)
 
 
 def run_all(
@@ -744,6 +748,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--family", action="append", default=None, help="run only these families (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="report path (default benchmarks/RESULTS.md for full runs)")
+    ap.add_argument("--strategy", action="append", default=None, help="run only these strategies (repeatable)")
+    ap.add_argument("--issue19", type=Path, default=None, help="write the before/after section (posterior search) here")
     args = ap.parse_args()
     families = [f for f in FAMILIES if not args.family or f.name in args.family]
     if args.quick:
@@ -752,8 +758,15 @@ def main() -> int:
         f.name: args.trials if args.trials is not None else (f.quick if args.quick else f.trials) for f in families
     }
     start = time.monotonic()
-    records = run_all(families, trials, args.seed, workers=args.workers)
+    strategies = tuple(args.strategy) if args.strategy else STRATEGIES
+    records = run_all(families, trials, args.seed, strategies=strategies, workers=args.workers)
     wall = time.monotonic() - start
+    if args.issue19:
+        from before_after import section
+
+        args.issue19.write_text(section(records, families, strategies, trials, args.seed, wall, args.workers))
+        print(args.issue19.read_text())
+        return 0
     print(table(records, families))
     print()
     print("\n".join(targets(records, families)))

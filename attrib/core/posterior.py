@@ -38,17 +38,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+from scipy.special import chdtri
 
 NU = 10.0  # Student-t degrees of freedom of the commit-level residuals: an outlying commit says
 # less than a Gaussian would let it, but a commit far from one level still decides (NU = 4 capped
 # one commit's evidence at odds of about 18: two clean commits could never reach 0.99)
 SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite likelihoods
-SIGMA_INFLATE = 1.15  # an underestimated sigma makes a posterior overconfident: lean high
+SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound: an underestimate is overconfidence
+MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before a position may be called located
 MIN_SIGMA_DOF = 4  # before this many within-commit degrees of freedom, sigma leans on `prior_sigma`
 DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
 DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
 IRLS_STEPS = 6
 WINSOR_SIGMAS = 2.5
+ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
 
@@ -106,20 +109,23 @@ def commit_level(b: Sequence[float], sigma: float) -> float:
 
 
 def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None = None) -> float:
-    """Pooled within-commit spread of the block levels, robust (MAD about each commit's
-    median), inflated a little; with few degrees of freedom it is kept at least `prior_sigma`."""
+    """Pooled within-commit spread of the block levels, robust (the median absolute residual
+    from each commit's mean, rescaled), inflated a little; with few degrees of freedom it is kept at least `prior_sigma`."""
     dev: list[float] = []
     dof = 0
     for b in blocks.values():
         if len(b) >= 2:
             arr = np.asarray(b, dtype=float)
-            dev.extend(np.abs(arr - np.median(arr)).tolist())
+            # residuals from the commit's mean, rescaled to the block variance: deviations from
+            # a median include an exact zero in every odd group, which pulled sigma far too low
+            dev.extend((np.abs(arr - arr.mean()) * math.sqrt(len(b) / (len(b) - 1))).tolist())
             dof += len(b) - 1
     if not dev:
         return max(prior_sigma or 0.0, SIGMA_FLOOR)
-    # MAD about the median of small groups is biased low; the dof/(count) factor undoes most of it
-    mad = float(np.median(dev)) * 1.4826 * math.sqrt(len(dev) / max(dof, 1))
-    sigma = max(mad, SIGMA_FLOOR) * SIGMA_INFLATE
+    mad = float(np.median(dev)) * 1.4826
+    # its upper confidence bound (as core/stats does for the paired sigma): a sigma drawn low
+    # from the first few blocks made a search with no step at all concentrate on noise
+    sigma = max(mad, SIGMA_FLOOR) * math.sqrt(dof / chdtri(dof, 1 - SIGMA_UPPER_QUANTILE))
     if prior_sigma is not None and dof < MIN_SIGMA_DOF:
         sigma = max(sigma, prior_sigma)
     return sigma
@@ -255,7 +261,14 @@ def next_request(
     hit = _credible(post, unbuildable, locate_at)
     if hit is not None:
         k, amb = hit
-        return Request(Action.CONFIRM, k, (amb[0] - 1) if amb else k - 1, amb), post
+        last = (amb[0] - 1) if amb else k - 1
+        dof = sum(len(b) - 1 for b in blocks.values() if len(b) >= 2)
+        if dof < MIN_LOCATE_DOF:
+            # a boundary resting on a sigma from a handful of blocks is luck: pin the noise down
+            # at the two commits that decide it before asking for the confirmation
+            side = min((last, k), key=lambda p: len(blocks.get(p, ())))
+            return Request(Action.MEASURE if blocks.get(side) else Action.BUILD, side), post
+        return Request(Action.CONFIRM, k, last, amb), post
     if blocks_left is not None and blocks_left <= 0:
         return _exhausted(post, unbuildable, locate_at), post
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
@@ -284,6 +297,13 @@ def next_request(
     if value[best] <= 1e-9:
         return _exhausted(post, unbuildable, locate_at), post
     j = open_[best]
+    # The ends are where the two levels are pinned down: a side's information above is exact only
+    # when its level is known, so an end is measured again once an inside commit has more than
+    # twice its blocks (with a change at position 1 the good level rests on the reference alone)
+    inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
+    for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
+        if counts.get(end, 0) * ENDS_SHARE < inside:
+            return Request(Action.MEASURE, end, value=float(value[best])), post
     return Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best])), post
 
 
