@@ -62,6 +62,8 @@ def section(records, families, strategies, trials, seed, wall, workers) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "### Targets", ""]
     lines += targets(records, families, cells)
+    lines += ["", "### Reliability of the posterior search's culprit posterior", ""]
+    lines += reliability(records)
     return "\n".join(lines) + "\n"
 
 
@@ -123,4 +125,25 @@ def targets(records, families, cells) -> list[str]:
         single = [r for r in records if r.strategy == s and len(r.truth) == 1]
         over = [r for r in single if r.builds > math.ceil(math.log2(r.n)) + 4]
         out.append(f"- builds > ceil(log2 N) + 4 in single-culprit trials, {s}: {_pct(len(over), len(single))}; target 0")
+    return out
+
+
+BINS = (0.5, 0.9, 0.99, 0.999)
+
+
+def reliability(records, strategy: str = NEW) -> list[str]:
+    """Among named culprits at posterior >= p, the fraction that are true culprits."""
+    pairs = [
+        (post, name in r.truth)
+        for r in records
+        if r.strategy == strategy
+        for name, post in zip(r.named, r.posteriors, strict=False)
+    ]
+    out = ["| posterior >= | named | true | fraction true |", "|---|---|---|---|"]
+    for p in BINS:
+        sel = [ok for post, ok in pairs if post >= p]
+        frac = f"{sum(sel) / len(sel):.3f}" if sel else "-"
+        out.append(f"| {p} | {len(sel)} | {sum(sel)} | {frac} |")
+    below = [ok for post, ok in pairs if post < BINS[0]]
+    out.append(f"| < {BINS[0]} | {len(below)} | {sum(below)} | {sum(below) / len(below):.3f} |" if below else f"| < {BINS[0]} | 0 | 0 | - |")
     return out
