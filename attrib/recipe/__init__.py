@@ -440,6 +440,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             if bench_t.get("unit", default_unit) not in TIME_UNITS:
                 units = ", ".join(f'"{u}"' for u in TIME_UNITS)
                 raise RecipeError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
+        if "ignore_below_pct" in bench_t and bench_t["ignore_below_pct"] >= bench_t.get("min_change_pct", DEFAULT_MIN_CHANGE_PCT):
+            raise RecipeError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
         if bench_t["name"] in seen:
             raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
