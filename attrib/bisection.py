@@ -443,7 +443,8 @@ class Bisection:
         if not build.ok:
             return False
         target = self.evaluation.stand_in(sha)
-        result = self.evaluation.measure(target)
+        with self.evaluation.round_context():  # slurm: a block runs inside an allocation, as a round does
+            result = self.evaluation.measure(target)
         self.evaluation.rounds += 1
         runs = failures.setdefault(target, [])
         runs.append(result.ok)
