@@ -36,6 +36,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from attrib.core import posterior as locate
 from attrib.core.model import (
     Cause,
     CommitInfo,
@@ -43,12 +44,13 @@ from attrib.core.model import (
     Direction,
     Purpose,
     RevertStatus,
+    SearchMethod,
     Status,
     UnresolvedCause,
     Verdict,
 )
 from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
-from attrib.core.stats import TestConfig, resolvable_change, to_pct, truncation_rounds
+from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.evaluation import ArtifactNote, Builder, CommitRecord, Comparison, Drift, Evaluation, PhaseTimes
 from attrib.evaluate.runners import Runner
@@ -58,6 +60,8 @@ from attrib.report.sentences import noise_warning
 
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
+MAX_FAILED_RUNS = 3  # posterior search: runs of one commit that may fail before it is a skip
+TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
 
 
 def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
@@ -182,11 +186,18 @@ class Bisection:
         paths: Sequence[str] = (),
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
+        method: SearchMethod = SearchMethod.SEQUENTIAL,
     ) -> None:
         self.repo = repo
         self.bench = bench
-        # Every "bad" the search reads is sized: below the minimum change it is a smaller step.
-        config = replace(config, size_check=True)
+        self.method = method
+        self.ignore = min_change_shift(bench.ignore_pct)
+        if method is SearchMethod.POSTERIOR:
+            # The indifference zone decides every comparison: <= ignore is GOOD, >= the minimum BAD.
+            config = replace(config, size_check=False, ignore=self.ignore)
+        else:
+            # Every "bad" the search reads is sized: below the minimum change it is a smaller step.
+            config = replace(config, size_check=True)
         self.config = config
         self.probes = max(1, probes)
         self.reverter = reverter
@@ -305,7 +316,7 @@ class Bisection:
                         "a further small culprit after it cannot be ruled out"
                     )
                 break
-            found = self.bisect(chain, reference)
+            found = self.locate(chain, reference) if self.method is SearchMethod.POSTERIOR else self.bisect(chain, reference)
             if found is None:  # the budget ran out inside the segment: its range is recorded
                 break
             if isinstance(found, SmallerStep):
@@ -314,9 +325,14 @@ class Bisection:
                     f"{found.commit[:10]} is a smaller step than the minimum change "
                     f"(P(>= minimum) = {found.size_p:.2f}): not a culprit"
                 )
-            else:
+            mark = len(culprits)
+            if not isinstance(found, SmallerStep):
                 culprits.extend(self.descend(found))
             cut = chain.index(found.commit)
+            if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
+                # the posterior finds the largest step, not the first: the stretch before it
+                # is searched too, when its end is still worse than the reference
+                culprits[mark:mark] = self.find_culprits(chain[: chain.index(found.last_good) + 1], reference, None)
             reference, chain = found.commit, chain[cut + 1 :]
         return culprits
 
@@ -412,6 +428,95 @@ class Bisection:
                     comp = self.compare(seg.positions[pos], measured_ref, Purpose.RETEST, placed_against=reference)
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.evidence))
+
+    def _blocks(self, sha: str) -> list[float]:
+        rec = self.evaluation.records.get(self.evaluation.stand_in(sha))
+        return list(rec.blocks) if rec is not None else []
+
+    def _times(self, sha: str) -> list[float]:
+        rec = self.evaluation.records.get(self.evaluation.stand_in(sha))
+        return [float(t) for t in rec.block_times] if rec is not None else []
+
+    def _measure_block(self, sha: str, failures: dict[str, list[bool]]) -> bool:
+        """One more block of `sha` (its byte-identical stand-in's); False once it is hopeless."""
+        build = self.evaluation.build(sha)
+        if not build.ok:
+            return False
+        target = self.evaluation.stand_in(sha)
+        with self.evaluation.round_context():  # slurm: a block runs inside an allocation, as a round does
+            result = self.evaluation.measure(target)
+        self.evaluation.rounds += 1
+        runs = failures.setdefault(target, [])
+        runs.append(result.ok)
+        fails = runs.count(False)
+        return not (fails >= MAX_FAILED_RUNS and fails > runs.count(True))
+
+    def locate(self, chain: list[str], reference: str) -> Culprit | SmallerStep | None:
+        """The posterior search of one segment (core/posterior.py): every block of every commit
+        enters one posterior; it asks for the next block or build, then for a confirmation."""
+        positions = [reference, *chain]
+        n = len(chain)
+        unbuildable: set[int] = set()
+        failures: dict[str, list[bool]] = {}
+        tau = self.ignore / TAU_PER_IGNORE
+        cap = self.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
+        spent, retries = 0, 0
+        self.events.phase(f"locating the change in {n} commits after {reference[:10]}")
+        for end in (0, n):  # a merge's side line: its ends may not be measured yet
+            while len(self._blocks(positions[end])) < self.config.min_rounds:
+                if not self._measure_block(positions[end], failures):
+                    raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
+        while True:
+            blocks = {i: self._blocks(positions[i]) for i in range(n + 1)}
+            times = {i: self._times(positions[i]) for i in range(n + 1)}
+            req, post = locate.next_request(
+                n, blocks, unbuildable=frozenset(unbuildable), tau=tau, blocks_left=cap - spent, times=times
+            )
+            if self.evaluation.out_of_time:
+                lo, hi = self._credible_range(post)
+                self._budget_spent(chain, reference, (lo, hi))
+                return None
+            if req.action in (locate.Action.MEASURE, locate.Action.BUILD):
+                if not self._measure_block(positions[req.position], failures):
+                    unbuildable.add(req.position)
+                spent += 1
+                continue
+            self._place(positions, post, unbuildable)
+            k, last = req.position, req.last_good
+            culprit, last_good = positions[k], positions[last]
+            self.events.phase(f"confirming {culprit[:10]} against {last_good[:10]}")
+            confirm = self.compare(culprit, self.evaluation.stand_in(last_good), Purpose.CONFIRM, self.config.confirming())
+            if confirm.rule is DecisionRule.BUDGET:
+                self._budget_spent(chain, reference, (last, k))
+                return None
+            blocks = {i: self._blocks(positions[i]) for i in range(n + 1)}
+            times = {i: self._times(positions[i]) for i in range(n + 1)}
+            after = locate.posterior(n, blocks, tau=tau, times=times)
+            held = sum(after.probs[last + 1 : k + 1])
+            amb = tuple(positions[i] for i in req.ambiguous)
+            if confirm.verdict is Verdict.BAD or req.action is locate.Action.EXHAUSTED or retries >= MAX_CONFIRM_RETRIES:
+                if confirm.verdict is not Verdict.BAD:
+                    self.notes.append(f"the step {last_good[:10]} -> {culprit[:10]} was not confirmed ({confirm.verdict.value})")
+                return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
+            if confirm.verdict is Verdict.GOOD and held >= locate.DEFAULT_LOCATE_AT:
+                # the change is here, and the paired rounds put it at or near the ignored size
+                return SmallerStep(culprit, last_good, confirm, math.nan)
+            retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
+            self.notes.append(f"confirmation of {culprit[:10]} disagreed; searching on with its rounds")
+
+    def _credible_range(self, post: locate.Posterior) -> tuple[int, int]:
+        req = locate._exhausted(post, frozenset(), locate.DEFAULT_LOCATE_AT)
+        return req.last_good, req.position
+
+    def _place(self, positions: list[str], post: locate.Posterior, unbuildable: set[int]) -> None:
+        """Verdicts for the report: each measured commit's side where the posterior settles it."""
+        for i, sha in enumerate(positions[1:-1], start=1):
+            if i in unbuildable:
+                self.verdicts[sha] = (positions[0], Verdict.SKIP)
+            elif self._blocks(sha):
+                f = post.below(i)
+                side = Verdict.BAD if f >= 0.99 else Verdict.GOOD if f <= 0.01 else Verdict.INCONCLUSIVE
+                self.verdicts[sha] = (positions[0], side)
 
     def _extend_undecided(self, seg: _Segment, ambiguous: Sequence[int], reference: str) -> bool:
         """Inconclusive commits that decide the boundary get more samples, once each: their

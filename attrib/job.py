@@ -188,6 +188,7 @@ def run_bisect(
             p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
             round_context=tools.executor.round,
             paths=p.recipe.search_paths, deadline=None if budget is None else start + budget,
+            method=p.recipe.search_method,
         )
         outcome = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
         executor_info = tools.executor.describe()

@@ -192,6 +192,7 @@ def run_simulated(
     min_change_pct: float = 2.0,
     reps: int = 10,
     probes: int = 1,
+    method: str = "sequential",
 ) -> SimOutcome:
     """attrib's real engine on a simulated history: the function benchmarks and tests call."""
     from attrib.bisection import Bisection
@@ -200,7 +201,11 @@ def run_simulated(
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
     builder = SimBuilder(history)
     runner = SimRunner(history, noise, seed, reps=reps)
-    engine = Bisection(history, builder, runner, bench, config or TestConfig(), seed, probes=probes)
+    from attrib.core.model import SearchMethod
+
+    engine = Bisection(
+        history, builder, runner, bench, config or TestConfig(), seed, probes=probes, method=SearchMethod(method)
+    )
     out = engine.run(history.good, history.bad)
     return SimOutcome(
         status=out.status.value,

@@ -197,6 +197,7 @@ def pinpoint_high_threshold(magnitude_iqr: float, sample_size: int) -> float:
 
 @cache
 def _threshold_cell(bucket: int, sample_size: int, sims: int = 20000) -> float:
+    # (sims is part of the key: today's wider table is drawn with fewer sims, see pinpoint_today_high)
     rng = np.random.default_rng([bucket, sample_size])
     a = rng.normal(0.0, 1.0, (sims, sample_size))
     b = rng.normal(bucket / 10 * STDDEVS_PER_IQR, 1.0, (sims, sample_size))
@@ -238,8 +239,32 @@ def _p_value(a: Sequence[float], b: Sequence[float]) -> float:
     return min(mann_whitney_p(a, b), kolmogorov_smirnov_p(a, b))
 
 
+TODAY_LOW, TODAY_HIGH_FLOOR = 0.05, 0.10  # compare.py since 2024-03
+TODAY_BUCKETS = (3, 40)  # thresholds.py since 2023-08: magnitudes 0.3..4 IQR
+TODAY_MAX_N = 360  # its longest row (0.3 IQR); larger samples use the row's last entry
+
+
+def pinpoint_today_high(magnitude_iqr: float, sample_size: int) -> float:
+    """Today's "same" threshold: max(the simulated 99th-percentile table over 0.3..4 IQR, 0.10)."""
+    bucket = min(max(int(magnitude_iqr * 10), TODAY_BUCKETS[0]), TODAY_BUCKETS[1])
+    return max(_threshold_cell(bucket, min(sample_size, TODAY_MAX_N), 4000), TODAY_HIGH_FLOOR)
+
+
+def pinpoint_today(history: SimHistory, runner: SimRunner, min_change_pct: float = 2.0) -> BaselineResult:
+    """Catapult's rule today: DIFFERENT at p <= 0.05, SAME at p > max(table, 0.10), the table
+    over 0.3..4 IQR; otherwise the same exploration as `pinpoint` (attempts doubling 10 -> 160,
+    all values of a change pooled for both neighbouring comparisons)."""
+    return pinpoint(history, runner, min_change_pct, low=TODAY_LOW, high_rule=pinpoint_today_high)
+
+
 def pinpoint(
-    history: SimHistory, runner: SimRunner, min_change_pct: float = 2.0, high: float | None = None
+    history: SimHistory,
+    runner: SimRunner,
+    min_change_pct: float = 2.0,
+    high: float | None = None,
+    *,
+    low: float = LOW_THRESHOLD,
+    high_rule=None,
 ) -> BaselineResult:
     """A Pinpoint performance bisection (pinpoint/models/job_state.py, exploration.py, compare/).
 
@@ -307,9 +332,10 @@ def pinpoint(
         iqr = max(float(np.subtract(*np.percentile(v, [75, 25]))) for v in (va, vb))
         n = (len(va) + len(vb)) // 2
         p = _p_value(va, vb)
-        if p <= LOW_THRESHOLD:
+        if p <= low:
             return "different"
-        limit = high if high is not None else pinpoint_high_threshold(magnitude_abs[0] / max(iqr, 0.001), n)
+        rule = high_rule or pinpoint_high_threshold
+        limit = high if high is not None else rule(magnitude_abs[0] / max(iqr, 0.001), n)
         return "unknown" if p <= limit else "same"
 
     for i in changes:
@@ -337,4 +363,4 @@ def pinpoint(
     return BaselineResult(named, ((),) * len(named), len(commits.built), runner.samples)
 
 
-BASELINES = {"git-bisect": git_bisect, "asv-find": asv_find, "pinpoint": pinpoint}
+BASELINES = {"git-bisect": git_bisect, "asv-find": asv_find, "pinpoint": pinpoint, "pinpoint-today": pinpoint_today}

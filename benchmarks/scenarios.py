@@ -66,7 +66,7 @@ SIGMA = 0.01  # noise sigma: sd of one sample in log space
 DRIFT_PER_RUN = 0.02 * SIGMA  # drift family: the machine slows by 0.02 sigma per 10-sample run
 FAIL_RATE = 0.03  # failed-runs families: this fraction of runs crash
 NULL_MIN_CHANGE_SIGMAS = (0.25, 0.5, 1.0, 1.5, 2.5)  # no-regression trials draw min_change from these
-STRATEGIES = ("attrib", "pinpoint", "pinpoint-p0.5", "git-bisect", "asv-find")
+STRATEGIES = ("attrib", "attrib-posterior", "pinpoint", "pinpoint-today", "pinpoint-p0.5", "git-bisect", "asv-find")
 REPS = 10  # samples per run (block) for attrib, git bisect and asv find
 
 
@@ -82,6 +82,8 @@ class Family:
     fail_rate: float = 0.0
     small: tuple[float, ...] = ()  # steps planted beside the culprits, in units of the minimum change (< 1)
     same_binary: float = 0.0  # fraction of commits whose binary is their parent's (docs, tests, comments)
+    min_ratio: float = 0.5  # min_change_pct = this x the smallest effect (1.0: a step of exactly the minimum)
+    n: int = 0  # commits after good; 0: drawn from 30..200
 
 
 FAMILIES = (
@@ -114,6 +116,12 @@ FAMILIES = (
     Family("small 1/4 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.25,)),
     Family("small 1/2 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.5,)),
     Family("small 3/4 + culprit 2 sigma", "small", "gaussian", (2.0,), 150, 33, small=(0.75,)),
+    Family("at the minimum 2 sigma", "minimum", "gaussian", (2.0,), 150, 40, min_ratio=1.0),
+    Family("at the minimum 1 sigma", "minimum", "gaussian", (1.0,), 150, 40, min_ratio=1.0),
+    Family("at the minimum, heavy 2 sigma", "minimum", "heavy", (2.0,), 150, 30, min_ratio=1.0),
+    Family("at the minimum + 3/4 beside", "minimum", "gaussian", (2.0,), 150, 30, small=(0.75,), min_ratio=1.0),
+    Family("at the minimum + 1/2 beside", "minimum", "gaussian", (2.0,), 150, 30, small=(0.5,), min_ratio=1.0),
+    Family("N = 1000, 2 sigma", "large", "gaussian", (2.0,), 60, 20, n=1000),
 )
 FAMILY = {f.name: f for f in FAMILIES}
 
@@ -154,6 +162,7 @@ class Record:
     exact: bool
     error: str = ""
     posteriors: tuple[float, ...] = ()  # attrib: per named culprit
+    wall_s: float = 0.0  # this strategy's own wall time on this trial
 
     @property
     def false_culprit(self) -> bool:
@@ -168,6 +177,8 @@ def make_trial(family: Family, index: int, seed: int) -> Trial:
     """The trial's history, noise and threshold: a pure function of (seed, family, index)."""
     rng = np.random.default_rng([seed, zlib.crc32(family.name.encode()), index])
     n = int(rng.integers(30, 201))
+    if family.n:
+        n = family.n
     k = len(family.effects)
     while True:
         pos = sorted(int(p) for p in rng.choice(np.arange(1, n + 1), size=k + len(family.small), replace=False))
@@ -192,7 +203,7 @@ def make_trial(family: Family, index: int, seed: int) -> Trial:
                 broken = stretch
                 break
     if k:
-        min_change = min(family.effects) * SIGMA * 100 / 2
+        min_change = min(family.effects) * SIGMA * 100 * family.min_ratio
     else:
         min_change = float(rng.choice(NULL_MIN_CHANGE_SIGMAS)) * SIGMA * 100
     noise = NoiseModel(
@@ -225,9 +236,12 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
     """One strategy on one trial, scored."""
     hist = trial.history()
     truth = tuple(hist.culprits)
-    if strategy == "attrib":
+    if strategy in ("attrib", "attrib-posterior"):
+        method = "posterior" if strategy == "attrib-posterior" else "sequential"
         try:
-            out = run_simulated(hist, trial.noise, trial.seed, min_change_pct=trial.min_change_pct, reps=REPS)
+            out = run_simulated(
+                hist, trial.noise, trial.seed, min_change_pct=trial.min_change_pct, reps=REPS, method=method
+            )
         except AttribError as exc:  # e.g. ReferenceFailed: counted as an error, nothing named
             return Record(
                 trial.family, strategy, trial.index, trial.n, truth, (), (), "error", 0, 0, 0, not truth, str(exc)
@@ -257,7 +271,9 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
         runner = SimRunner(hist, noise, trial.seed, reps=1)
     else:
         runner = SimRunner(hist, trial.noise, trial.seed, reps=REPS)
-    if strategy == "pinpoint-p0.5":
+    if strategy == "pinpoint-today":
+        res = BASELINES["pinpoint-today"](hist, runner, trial.min_change_pct)
+    elif strategy == "pinpoint-p0.5":
         res = BASELINES["pinpoint"](hist, runner, trial.min_change_pct, high=0.5)
     else:
         res = BASELINES[strategy](hist, runner, trial.min_change_pct)
@@ -282,7 +298,10 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
 
 def _task(args: tuple[str, int, int, str]) -> Record:
     family, index, seed, strategy = args
-    return run_strategy(make_trial(FAMILY[family], index, seed), strategy)
+    trial = make_trial(FAMILY[family], index, seed)
+    start = time.process_time()  # CPU time: the machine is shared, wall time would measure the others
+    record = run_strategy(trial, strategy)
+    return replace(record, wall_s=time.process_time() - start)
 
 
 def run_all(
@@ -729,6 +748,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--family", action="append", default=None, help="run only these families (repeatable)")
     ap.add_argument("--out", type=Path, default=None, help="report path (default benchmarks/RESULTS.md for full runs)")
+    ap.add_argument("--strategy", action="append", default=None, help="run only these strategies (repeatable)")
+    ap.add_argument("--issue19", type=Path, default=None, help="write the before/after section (posterior search) here")
     args = ap.parse_args()
     families = [f for f in FAMILIES if not args.family or f.name in args.family]
     if args.quick:
@@ -737,8 +758,15 @@ def main() -> int:
         f.name: args.trials if args.trials is not None else (f.quick if args.quick else f.trials) for f in families
     }
     start = time.monotonic()
-    records = run_all(families, trials, args.seed, workers=args.workers)
+    strategies = tuple(args.strategy) if args.strategy else STRATEGIES
+    records = run_all(families, trials, args.seed, strategies=strategies, workers=args.workers)
     wall = time.monotonic() - start
+    if args.issue19:
+        from before_after import section
+
+        args.issue19.write_text(section(records, families, strategies, trials, args.seed, wall, args.workers))
+        print(args.issue19.read_text())
+        return 0
     print(table(records, families))
     print()
     print("\n".join(targets(records, families)))

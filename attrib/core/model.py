@@ -108,6 +108,13 @@ class VerifyMode(StrEnum):
     REVERT = "revert"  # that, and bad with the culprit reverted must recover
 
 
+class SearchMethod(StrEnum):
+    """How the search walks a range (`[search] method`); the sequential one stays for a release."""
+
+    SEQUENTIAL = "sequential"  # one sequential test per probe against fresh reference rounds
+    POSTERIOR = "posterior"  # one posterior over the change's position, fed every block (core/posterior.py)
+
+
 class BlockStatistic(StrEnum):
     """How one run's samples are summarised before pairing (docs/statistics.md)."""
 

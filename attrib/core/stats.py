@@ -77,6 +77,10 @@ class TestConfig:
     known_min_rounds: int = KNOWN_MIN_ROUNDS  # min rounds once the pooled noise is known
     truncate: bool = True  # False: Wald's open SPRT, inconclusive at max_rounds (the old rule)
     size_check: bool = False  # a confirmation: also settle whether the step is >= delta
+    # The indifference zone's lower edge (log shift): > 0 tests "step <= ignore" (GOOD) against
+    # "step >= delta" (BAD) instead of 0 against delta, so a step of exactly the minimum is BAD
+    # with probability 1 - beta and one at or below `ignore` is BAD with at most alpha.
+    ignore: float = 0.0
 
     def confirming(self) -> TestConfig:
         """The direct comparison of a boundary: it sizes the step (culprit or smaller step), and
@@ -305,7 +309,11 @@ def decide(
     """One step of a running sequential test: the policy's sigma and minimum rounds, then the
     truncated SPRT."""
     floor = min(config.min_rounds, config.known_min_rounds) if known_noise(history) else config.min_rounds
-    return sprt(diffs, delta, running_sigma(diffs, history, config), config, min_rounds=floor)
+    sigma = running_sigma(diffs, history, config)
+    if 0 < config.ignore < delta:
+        shifted = [x - config.ignore for x in diffs]
+        return sprt(shifted, delta - config.ignore, sigma, replace(config, size_check=False), min_rounds=floor)
+    return sprt(diffs, delta, sigma, config, min_rounds=floor)
 
 
 def level_drift(levels: Sequence[float]) -> float | None:

@@ -127,6 +127,7 @@ class CommitRecord:
     build: BuildRecord | None = None
     samples: list[float] = field(default_factory=list)
     blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
+    block_times: list[int] = field(default_factory=list)  # per block: the evaluation's run count when it ran
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
     nodes: list[str] = field(default_factory=list)  # per usable run, the node it ran on (slurm; "" here)
@@ -169,6 +170,7 @@ class Evaluation:
         self.records: dict[str, CommitRecord] = {}
         self.comparisons: list[Comparison] = []
         self.rounds = 0  # measurement rounds, in sequence: what parallel probing shortens
+        self.runs = 0  # benchmark runs started, in sequence
         self.deadline = deadline  # clock() value after which no further round starts
         self.clock = clock
         self.times = PhaseTimes()
@@ -273,6 +275,7 @@ class Evaluation:
     def measure(self, sha: str) -> RunResult:
         rec = self.record(sha)
         assert rec.build is not None and rec.build.ok
+        self.runs += 1  # the machine's time, in runs: what the posterior's drift term is a slope in
         start = self.clock()
         result = self.runner.run(Path(rec.build.checkout))
         self.times.measure_s += self.clock() - start
@@ -281,6 +284,7 @@ class Evaluation:
             rec.nodes.append(result.node)
             rec.samples.extend(result.samples)
             rec.blocks.append(block_level(oriented_logs(result.samples, self.bench.direction), self.bench.block_statistic))
+            rec.block_times.append(self.runs)
         else:
             rec.failed_runs.append(result.error)
         return result

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from attrib.core.model import BlockStatistic, Direction
+from attrib.core.model import BlockStatistic, Direction, SearchMethod
 from attrib.errors import RecipeError
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.slurm import SlurmSpec
@@ -133,10 +133,16 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
     min_change_pct: float = DEFAULT_BISECT_MIN_CHANGE_PCT
+    ignore_below_pct: float | None = None  # a step this small is never named; None: half the minimum
     block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
     cupy: CupySpec | None = None
     gbench: GbenchSpec | None = None
     nvbench: NvbenchSpec | None = None
+
+    @property
+    def ignore_pct(self) -> float:
+        """The indifference zone's lower edge: steps at or below it are never named culprits."""
+        return self.min_change_pct / 2 if self.ignore_below_pct is None else self.ignore_below_pct
 
     def argv(self, reps: int | None = None) -> list[str]:
         n = str(self.reps if reps is None else reps)
@@ -153,6 +159,7 @@ class Recipe:
     slurm: SlurmSpec | None = None  # the [slurm] table; None: cluster defaults
     search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
     budget_s: float | None = None  # the recipe's default --budget
+    search_method: SearchMethod = SearchMethod.SEQUENTIAL  # [search] method
 
     def benchmark(self, name: str | None) -> BenchmarkSpec:
         if name is None:

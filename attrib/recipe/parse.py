@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import BlockStatistic, Direction
+from attrib.core.model import BlockStatistic, Direction, SearchMethod
 from attrib.errors import RecipeError
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.checks import (
@@ -105,6 +105,7 @@ _SEARCH: dict[str, tuple[Check, bool]] = {
         (lambda v: isinstance(v, str) and parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'),
         False,
     ),
+    "method": (_enum(tuple(m.value for m in SearchMethod)), False),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
@@ -115,6 +116,7 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "timeout_s": (_POS_NUM, False),
     "reps": (_POS_INT, False),
     "min_change_pct": (_POS_NUM, False),
+    "ignore_below_pct": (_POS_NUM, False),
     "block_statistic": (_enum(BLOCK_STATISTICS), False),
     "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
     "gbench": ((lambda v: isinstance(v, dict), "a table [benchmark.gbench]"), False),
@@ -293,6 +295,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             if bench_t.get("unit", default_unit) not in TIME_UNITS:
                 units = ", ".join(f'"{u}"' for u in TIME_UNITS)
                 raise RecipeError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
+        if "ignore_below_pct" in bench_t and bench_t["ignore_below_pct"] >= bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT):
+            raise RecipeError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
         if bench_t["name"] in seen:
             raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
@@ -306,6 +310,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT)),
+                ignore_below_pct=float(bench_t["ignore_below_pct"]) if "ignore_below_pct" in bench_t else None,
                 block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
                 cupy=cupy,
                 gbench=gbench,
@@ -331,6 +336,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
         search_paths=tuple(search_t.get("paths", ())),
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
+        search_method=SearchMethod(search_t.get("method", SearchMethod.SEQUENTIAL.value)),
     )
 
 

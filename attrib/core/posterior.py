@@ -1,0 +1,322 @@
+"""One posterior over where the change is in a segment, and what to measure next: pure.
+
+A segment is positions 0..n along a first-parent chain: 0 is the reference (good-like), n the
+bad end. Hypothesis k (1..n) says commits at positions < k share one level and commits at
+positions >= k another. Every block of every measured commit of the segment enters one
+likelihood, so the endpoints are measured once and serve every probe, and nothing measured
+is thrown away (a failed confirmation's rounds are blocks too).
+
+The model, per hypothesis k:
+  block level x_pj = mu_side(p) + u_p + e_pj,  u_p ~ N(0, tau^2)  (per-commit scatter: steps
+  below `ignore` anywhere in the range), e_pj with the pooled within-commit spread sigma.
+A commit enters through its robust location (`commit_level`: one outlying block moves it by
+a bounded amount) with variance tau^2 + sigma^2 / n_p, and the commit-level residuals are
+Student-t (NU degrees of freedom), so one commit that is off by more than its noise says
+little rather than everything. The two levels are fitted per hypothesis (iteratively
+reweighted), with the Laplace term of a flat prior on them.
+
+Hypotheses between two consecutive measured positions explain the data equally well, so the
+likelihood is computed once per gap between measured positions; a gap shares its mass
+uniformly. An unbuildable commit carries no data: the gap across it stays ambiguous, which is
+the ambiguous range the report names.
+
+What next (`next_request`): the request with the most expected information about the change's
+position per unit of cost. A block at position j tells us about k only through "is j on the
+bad side", so its information is the mutual information between that side (probability F(j) =
+P(k <= j)) and one block drawn from the two-level mixture, exact up to the Gaussian shapes.
+An unmeasured commit costs a build plus a block (`build_cost` blocks in all); a measured one
+costs one block.
+
+This module never builds, runs or prints: it takes block levels and returns numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy.special import chdtri
+
+NU = 10.0  # Student-t degrees of freedom of the commit-level residuals: an outlying commit says
+# less than a Gaussian would let it, but a commit far from one level still decides (NU = 4 capped
+# one commit's evidence at odds of about 18: two clean commits could never reach 0.99)
+SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite likelihoods
+SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound: an underestimate is overconfidence
+MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before a position may be called located
+MIN_SIGMA_DOF = 4  # before this many within-commit degrees of freedom, sigma leans on `prior_sigma`
+DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
+DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
+IRLS_STEPS = 6
+WINSOR_SIGMAS = 2.5
+ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
+_GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
+
+
+class Action(StrEnum):
+    """What the search asks the evaluation stage for next."""
+
+    MEASURE = "measure"  # one more block of a built commit
+    BUILD = "build"  # build a commit and measure its first block
+    CONFIRM = "confirm"  # the posterior holds one position: confirm culprit^ vs culprit
+    EXHAUSTED = "exhausted"  # nothing left to learn within the block cap: report the credible range
+
+
+@dataclass(frozen=True)
+class Request:
+    action: Action
+    position: int = 0  # MEASURE/BUILD: where; CONFIRM: the culprit's position
+    last_good: int = 0  # CONFIRM: the position it is confirmed against
+    ambiguous: tuple[int, ...] = ()  # CONFIRM/EXHAUSTED: unbuildable or open positions beside it
+    value: float = 0.0  # expected bits per unit of cost of a MEASURE/BUILD
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """What is known: P(change at k) for k = 0..n (index 0 always 0) and the two levels under
+    the most probable hypothesis, with the step's standard error."""
+
+    probs: tuple[float, ...]
+    mu0: float
+    mu1: float
+    step_se: float
+    sigma: float  # per-block noise used
+    tau: float  # per-commit scatter used
+
+    @property
+    def step(self) -> float:
+        return self.mu1 - self.mu0
+
+    @property
+    def map(self) -> int:
+        return int(np.argmax(self.probs))
+
+    def below(self, j: int) -> float:
+        """F(j) = P(change at a position <= j) = P(j is on the bad side)."""
+        return float(sum(self.probs[1 : j + 1]))
+
+
+def commit_level(b: Sequence[float], sigma: float) -> float:
+    """A commit's location: the mean of its blocks with each pulled to within WINSOR_SIGMAS of
+    their median, so one outlying block moves it by a bounded amount while clean blocks keep
+    the mean's efficiency (a plain median has pi/2 times its variance, and that miscalibration
+    kept clean boundaries from concentrating)."""
+    arr = np.asarray(b, dtype=float)
+    med = float(np.median(arr))
+    return float(np.mean(np.clip(arr, med - WINSOR_SIGMAS * sigma, med + WINSOR_SIGMAS * sigma)))
+
+
+def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None = None) -> float:
+    """Pooled within-commit spread of the block levels, robust (the median absolute residual
+    from each commit's mean, rescaled), inflated a little; with few degrees of freedom it is kept at least `prior_sigma`."""
+    dev: list[float] = []
+    dof = 0
+    for b in blocks.values():
+        if len(b) >= 2:
+            arr = np.asarray(b, dtype=float)
+            # residuals from the commit's mean, rescaled to the block variance: deviations from
+            # a median include an exact zero in every odd group, which pulled sigma far too low
+            dev.extend((np.abs(arr - arr.mean()) * math.sqrt(len(b) / (len(b) - 1))).tolist())
+            dof += len(b) - 1
+    if not dev:
+        return max(prior_sigma or 0.0, SIGMA_FLOOR)
+    mad = float(np.median(dev)) * 1.4826
+    # its upper confidence bound (as core/stats does for the paired sigma): a sigma drawn low
+    # from the first few blocks made a search with no step at all concentrate on noise
+    sigma = max(mad, SIGMA_FLOOR) * math.sqrt(dof / chdtri(dof, 1 - SIGMA_UPPER_QUANTILE))
+    if prior_sigma is not None and dof < MIN_SIGMA_DOF:
+        sigma = max(sigma, prior_sigma)
+    return sigma
+
+
+def _fit_sides(
+    y: np.ndarray, v: np.ndarray, good: np.ndarray, t: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
+    block times `t`, a common drift slope) fitted to the commit levels y with variances v by
+    iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
+    log-likelihood, log-determinant of the information) per row."""
+    rows, m = good.shape
+    cols = [good, 1.0 - good] + ([np.broadcast_to(t - t.mean(), (rows, m))] if t is not None else [])
+    x = np.stack(cols, axis=2)  # rows x m x p
+    w = np.broadcast_to(1.0 / v, (rows, m))
+    wt = w.copy()
+    for _ in range(IRLS_STEPS + 1):
+        xtw = x * wt[:, :, None]
+        a = np.einsum("rmi,rmj->rij", xtw, x) + np.eye(x.shape[2]) * 1e-12
+        beta = np.linalg.solve(a, np.einsum("rmi,m->ri", xtw, y)[:, :, None])[:, :, 0]
+        r2 = (y[None, :] - np.einsum("rmi,ri->rm", x, beta)) ** 2 / v
+        wt = w * (NU + 1) / (NU + r2)
+    ll = np.sum(-(NU + 1) / 2 * np.log1p(r2 / NU) - 0.5 * np.log(v), axis=1)
+    info = np.einsum("rmi,rmj->rij", x * w[:, :, None], x) * (NU + 1) / (NU + 3)
+    _, logdet = np.linalg.slogdet(info + np.eye(x.shape[2]) * 1e-12)
+    cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
+    se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
+    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se
+
+
+def posterior(
+    n: int,
+    blocks: Mapping[int, Sequence[float]],
+    *,
+    tau: float,
+    prior_sigma: float | None = None,
+    times: Mapping[int, Sequence[float]] | None = None,
+) -> Posterior:
+    """P(change at k), k = 1..n, from every block level measured at positions 0..n.
+
+    Positions 0 and n must have blocks (the reference and the bad end). With `times` (per
+    position, when each block ran) the levels share a linear drift in time: a machine that
+    slows during the search does not read as a step between early and late probes."""
+    if n < 1:
+        raise ValueError("a segment has at least one candidate position")
+    if not blocks.get(0) or not blocks.get(n):
+        raise ValueError("both ends of a segment need at least one block")
+    sigma = block_sigma(blocks, prior_sigma)
+    measured = sorted(p for p, b in blocks.items() if len(b))
+    y = np.array([commit_level(blocks[p], sigma) for p in measured])
+    v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
+    m = len(measured)
+    slope = None
+    if times is not None:
+        mean_t = np.array([float(np.mean(times[p])) for p in measured])
+        # a drift slope is only identifiable once some commit was measured at two times
+        if any(len(times[p]) >= 2 for p in measured) and m >= 3:
+            slope = mean_t / max(1.0, float(np.ptp(mean_t)))
+    # gap c: k in (measured[c], measured[c+1]]; the commits measured[: c+1] are on the good side
+    good = np.tri(m - 1, m, dtype=float)  # row c: ones at columns 0..c
+    widths = np.log(np.diff(np.array(measured, dtype=float)))
+    # Bayesian model averaging over "no drift" and "linear drift" (prior 1/2 each): the slope
+    # costs its Occam factor where the machine is steady and takes over where it drifts
+    fits = [_fit_sides(y, v, good, None)]
+    if slope is not None:
+        fits.append(_fit_sides(y, v, good, slope))
+    logs = np.stack([f[2] + widths for f in fits])
+    mass = np.exp(logs - logs.max()).sum(axis=0)
+    mass /= mass.sum()
+    which = int(np.argmax(logs.max(axis=1)))
+    m0, m1, _, se = fits[which]
+    probs = np.zeros(n + 1)
+    for c in range(m - 1):
+        lo, hi = measured[c], measured[c + 1]
+        probs[lo + 1 : hi + 1] = mass[c] / (hi - lo)
+    best = int(np.argmax(mass))
+    return Posterior(tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), float(se[best]), sigma, tau)
+
+
+def mixture_bits(f: np.ndarray, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Mutual information (bits) between a side (bad with probability f) and one value drawn
+    from N(a, s^2) on the good side or N(b, s^2) on the bad side; elementwise over arrays."""
+    f = np.clip(f, 1e-12, 1 - 1e-12)
+    half = np.abs(b - a) / (2 * s)
+    t = _GRID[None, :] * (1 + half[:, None] / 7)  # covers both modes at any separation
+    za = t + half[:, None]  # (x - a) / s with x = (a + b) / 2 + t s, oriented so b > a
+    zb = t - half[:, None]
+    pa, pb = np.exp(-0.5 * za**2), np.exp(-0.5 * zb**2)
+    mix = ((1 - f)[:, None] * pa + f[:, None] * pb) / math.sqrt(2 * math.pi)  # density in z units
+    with np.errstate(divide="ignore", invalid="ignore"):
+        integrand = np.where(mix > 0, -mix * np.log2(mix), 0.0)
+    h_mix = np.trapezoid(integrand, t, axis=1)
+    h_comp = 0.5 * math.log2(2 * math.pi * math.e)
+    h_side = -(f * np.log2(f) + (1 - f) * np.log2(1 - f))
+    return np.clip(h_mix - h_comp, 0.0, h_side)
+
+
+def _credible(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[int, tuple[int, ...]] | None:
+    """A position (with the unbuildable commits just before it) holding >= `at`, else None."""
+    probs = post.probs
+    for k in range(1, len(probs)):
+        if probs[k] <= 0:
+            continue
+        lo = k
+        while lo - 1 >= 1 and lo - 1 in unbuildable:
+            lo -= 1
+        if k in unbuildable:
+            continue
+        if sum(probs[lo : k + 1]) >= at:
+            return k, tuple(range(lo, k))
+    return None
+
+
+def next_request(
+    n: int,
+    blocks: Mapping[int, Sequence[float]],
+    *,
+    unbuildable: frozenset[int] = frozenset(),
+    tau: float,
+    prior_sigma: float | None = None,
+    build_cost: float = DEFAULT_BUILD_COST,
+    locate_at: float = DEFAULT_LOCATE_AT,
+    blocks_left: int | None = None,
+    times: Mapping[int, Sequence[float]] | None = None,
+) -> tuple[Request, Posterior]:
+    """The next request for a segment, and the posterior it was chosen from.
+
+    CONFIRM once one position (with the unbuildable commits right before it, which no data can
+    tell apart) holds `locate_at`; EXHAUSTED when no request is worth anything or the block
+    cap (`blocks_left`) is spent; else the MEASURE or BUILD with the most bits per unit cost."""
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
+    hit = _credible(post, unbuildable, locate_at)
+    if hit is not None:
+        k, amb = hit
+        last = (amb[0] - 1) if amb else k - 1
+        dof = sum(len(b) - 1 for b in blocks.values() if len(b) >= 2)
+        if dof < MIN_LOCATE_DOF:
+            # a boundary resting on a sigma from a handful of blocks is luck: pin the noise down
+            # at the two commits that decide it before asking for the confirmation
+            side = min((last, k), key=lambda p: len(blocks.get(p, ())))
+            return Request(Action.MEASURE if blocks.get(side) else Action.BUILD, side), post
+        return Request(Action.CONFIRM, k, last, amb), post
+    if blocks_left is not None and blocks_left <= 0:
+        return _exhausted(post, unbuildable, locate_at), post
+    counts = {p: len(b) for p, b in blocks.items() if len(b)}
+    cdf = np.cumsum(post.probs)
+    open_ = [j for j in range(1, n) if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9]
+    if not open_:
+        return _exhausted(post, unbuildable, locate_at), post
+    js = np.array(open_)
+    f = cdf[js]
+    a = np.full(js.size, post.mu0)
+    b = np.full(js.size, post.mu1)
+    s = np.full(js.size, math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
+    cost = np.full(js.size, float(build_cost))
+    for idx, j in enumerate(open_):
+        if j in counts:
+            # its next block: the commit's latent level given its own blocks, on either side
+            prec = 1 / max(post.tau, 1e-12) ** 2 + counts[j] / post.sigma**2
+            shrink = (1 / max(post.tau, 1e-12) ** 2) / prec
+            ybar = commit_level(blocks[j], post.sigma)
+            a[idx] = shrink * post.mu0 + (1 - shrink) * ybar
+            b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
+            s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
+            cost[idx] = 1.0
+    value = mixture_bits(f, a, b, s) / cost
+    best = int(np.argmax(value))
+    if value[best] <= 1e-9:
+        return _exhausted(post, unbuildable, locate_at), post
+    j = open_[best]
+    # The ends are where the two levels are pinned down: a side's information above is exact only
+    # when its level is known, so an end is measured again once an inside commit has more than
+    # twice its blocks (with a change at position 1 the good level rests on the reference alone)
+    inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
+    for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
+        if counts.get(end, 0) * ENDS_SHARE < inside:
+            return Request(Action.MEASURE, end, value=float(value[best])), post
+    return Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best])), post
+
+
+def _exhausted(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
+    """The smallest run of positions around the most probable one that holds `at`."""
+    probs = post.probs
+    k = post.map
+    lo = hi = k
+    while sum(probs[lo : hi + 1]) < at and (lo > 1 or hi < len(probs) - 1):
+        left = probs[lo - 1] if lo > 1 else -1.0
+        right = probs[hi + 1] if hi < len(probs) - 1 else -1.0
+        if left >= right:
+            lo -= 1
+        else:
+            hi += 1
+    return Request(Action.EXHAUSTED, hi, lo - 1, tuple(range(lo, hi)))

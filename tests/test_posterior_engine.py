@@ -1,0 +1,50 @@
+"""The posterior search ([search] method = "posterior") through the real engine on simulated
+histories: the indifference zone over a whole bisection, seeded."""
+
+from __future__ import annotations
+
+import pytest
+
+from attrib.simulation import NoiseModel, linear_history, run_simulated
+
+MIN = 1.0  # percent; sample noise sigma 1 %: the step at the minimum is one sample sigma
+
+
+def test_a_step_of_exactly_the_minimum_is_named():
+    # the issue's target is >= 97 % over whole bisections (benchmarks/RESULTS.md measures it);
+    # here 8 seeded ones, of which one may miss (seed 5 ends not_reproduced: its preflight missed)
+    found = 0
+    for seed in range(8):
+        n, k = 40, 3 + 4 * seed
+        hist = linear_history(n, {k: MIN})
+        out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), seed, min_change_pct=MIN, method="posterior")
+        assert out.culprits in ((), (hist.main[k],)), "never a wrong commit"
+        if out.status == "culprit_found":
+            culprit = out.outcome.culprits[0]
+            assert culprit.confirmed and culprit.posterior >= 0.9
+            found += 1
+    assert found >= 7
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_step_at_the_ignored_size_is_never_named(seed):
+    # ignore_below_pct defaults to half the minimum: a step of exactly that is never a culprit
+    hist = linear_history(40, {13 + seed: MIN / 2})
+    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 100 + seed, min_change_pct=MIN, method="posterior")
+    assert out.status != "culprit_found"
+    assert out.culprits == () or not any(c.confirmed for c in out.outcome.culprits)
+
+
+def test_two_culprits_are_both_found_in_order():
+    hist = linear_history(60, {12: 2.0, 41: 3.0})
+    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 3, min_change_pct=MIN, method="posterior")
+    assert out.status == "culprit_found"
+    assert out.culprits == (hist.main[12], hist.main[41])
+
+
+def test_unbuildable_commits_before_the_culprit_are_its_ambiguous_range():
+    hist = linear_history(40, {20: 2.0}, broken={18, 19})
+    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 4, min_change_pct=MIN, method="posterior")
+    assert out.culprits == (hist.main[20],)
+    assert set(out.ambiguous[0]) == {hist.main[18], hist.main[19]}
+    assert out.status == "culprit_found"  # as the sequential search: named with its range
