@@ -62,7 +62,7 @@ CASES: tuple[Case, ...] = (
         source="Cyan4973/xxHash#871 reverts 7221be4 (merged in #754) 'to reproduce same performance as v0.8.1'",
         claim="XXH3 17-128 byte inputs slower than v0.8.1 (no figure in the PR)",
         workload="xxh3_mid.c",
-        build=(f"cc -O3 -ffile-prefix-map=$PWD=. -I. {{clock}} {{bench}} -o attrib-bench",),
+        build=("cc -O3 -ffile-prefix-map=$PWD=. -I. {clock} {bench} -o attrib-bench",),
         command=("./attrib-bench", "{reps}", "1000000"),
         notes=(
             "bad is the commit before #823, which adds tests/sanity_test_vectors.h: that blob is"
@@ -80,7 +80,7 @@ CASES: tuple[Case, ...] = (
         claim="gcc 9.3, i7-9700k: compression -3.7..4.0 %, decompression -3.8..4.3 %; 'likely a"
         " side-effect of instruction alignment'",
         workload="lz4_text.c",
-        build=(f"cc -O3 -ffile-prefix-map=$PWD=. -Ilib {{clock}} {{bench}} lib/lz4.c -o attrib-bench",),
+        build=("cc -O3 -ffile-prefix-map=$PWD=. -Ilib {clock} {bench} lib/lz4.c -o attrib-bench",),
         command=("./attrib-bench", "{reps}", "1", "cd"),
     ),
     Case(

@@ -83,8 +83,24 @@ def run_attrib(case: Case, clock: str, src: Path, root: Path) -> dict:
     recipe = root / "recipe.toml"
     recipe.write_text(recipe_text(case, clock))
     out_json, out_md = root / "attrib.json", root / "attrib.md"
-    argv = [attrib_exe(), "bisect", "--repo", str(src), "--good", case.good, "--bad", case.bad,
-            "--recipe", str(recipe), "--workdir", str(work), "--json", str(out_json), "--report", str(out_md)]
+    argv = [
+        attrib_exe(),
+        "bisect",
+        "--repo",
+        str(src),
+        "--good",
+        case.good,
+        "--bad",
+        case.bad,
+        "--recipe",
+        str(recipe),
+        "--workdir",
+        str(work),
+        "--json",
+        str(out_json),
+        "--report",
+        str(out_md),
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -108,7 +124,20 @@ def run_attrib(case: Case, clock: str, src: Path, root: Path) -> dict:
         total_change_pct=doc.get("total_change_pct"),
         total_ci_pct=doc.get("total_ci_pct"),
         culprits=[
-            {k: c.get(k) for k in ("commit", "subject", "change_pct", "ci_pct", "posterior", "range_posterior", "via_merge", "confirmed", "ambiguous_with")}
+            {
+                k: c.get(k)
+                for k in (
+                    "commit",
+                    "subject",
+                    "change_pct",
+                    "ci_pct",
+                    "posterior",
+                    "range_posterior",
+                    "via_merge",
+                    "confirmed",
+                    "ambiguous_with",
+                )
+            }
             for c in doc.get("culprits", [])
         ],
         same_binary=len(doc.get("same_artifact", {})),
@@ -128,8 +157,15 @@ def run_git_bisect(case: Case, clock: str, src: Path, root: Path) -> dict:
     sh(["git", "clone", "--quiet", "--shared", "--no-checkout", str(src), str(tree)])
     log = root / "gb-steps.jsonl"
     log.unlink(missing_ok=True)
-    cfg = {"build": build_commands(case, clock), "command": list(case.command),
-           "reps": GB_REPS, "runs": GB_RUNS, "threshold": None, "direction": "lower", "log": str(log)}
+    cfg = {
+        "build": build_commands(case, clock),
+        "command": list(case.command),
+        "reps": GB_REPS,
+        "runs": GB_RUNS,
+        "threshold": None,
+        "direction": "lower",
+        "log": str(log),
+    }
     cfg_path = root / "gb-config.json"
     step = [sys.executable, str(HERE / "bisect_step.py"), str(cfg_path)]
     env = {**os.environ, "SOURCE_DATE_EPOCH": "0"}
@@ -162,7 +198,9 @@ def run_git_bisect(case: Case, clock: str, src: Path, root: Path) -> dict:
         change_pct=100 * (b / g - 1),
         named=[first_bad] if first_bad else [],
         right=first_bad in case.culprits,
-        innocent=[first_bad] if first_bad and first_bad not in case.culprits and first_bad not in case.also_named else [],
+        innocent=[first_bad]
+        if first_bad and first_bad not in case.culprits and first_bad not in case.also_named
+        else [],
         builds=2 + len(steps),
         skips=sum(s["verdict"] == "skip" for s in steps),
         samples=sum(s["samples"] for s in steps) + 2 * GB_RUNS * GB_REPS,
@@ -180,7 +218,9 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-real"))
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--only", choices=("attrib", "git"), default=None)
-    ap.add_argument("--clock", choices=tuple(CLOCKS), default="cpu", help="what the workload times (default: its CPU time)")
+    ap.add_argument(
+        "--clock", choices=tuple(CLOCKS), default="cpu", help="what the workload times (default: its CPU time)"
+    )
     args = ap.parse_args()
     cases = [by_name(n) for n in args.case] if args.case else list(CASES)
     out = args.out / args.clock
@@ -195,23 +235,39 @@ def main() -> int:
         src = root / "src.git"
         if not src.exists():
             sh(["git", "clone", "--quiet", "--bare", "--shared", str(mirror), str(src)])
-        rec: dict = {"case": case.name, "source": case.source, "claim": case.claim, "good": case.good, "bad": case.bad,
-                     "culprits": list(case.culprits), "also_named": list(case.also_named), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                     "machine": {"cpus": os.cpu_count(), "cc": sh(["cc", "--version"]).stdout.splitlines()[0]},
-                     "clock": args.clock, "recipe": recipe_text(case, args.clock), "loadavg": {"start": loadavg()}}
+        rec: dict = {
+            "case": case.name,
+            "source": case.source,
+            "claim": case.claim,
+            "good": case.good,
+            "bad": case.bad,
+            "culprits": list(case.culprits),
+            "also_named": list(case.also_named),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": {"cpus": os.cpu_count(), "cc": sh(["cc", "--version"]).stdout.splitlines()[0]},
+            "clock": args.clock,
+            "recipe": recipe_text(case, args.clock),
+            "loadavg": {"start": loadavg()},
+        }
         if args.only in (None, "attrib"):
             rec["attrib"] = run_attrib(case, args.clock, src, root)
             rec["loadavg"]["after_attrib"] = loadavg()
             a = rec["attrib"]
-            print(f"{case.name} [{args.clock}]: attrib {a.get('status', a.get('error'))} named {[c[:10] for c in a.get('named', [])]} right={a.get('right')}"
-                  f" builds {a.get('builds')} samples {a.get('samples')} wall {a['wall_s']} s", flush=True)
+            print(
+                f"{case.name} [{args.clock}]: attrib {a.get('status', a.get('error'))} named {[c[:10] for c in a.get('named', [])]} right={a.get('right')}"
+                f" builds {a.get('builds')} samples {a.get('samples')} wall {a['wall_s']} s",
+                flush=True,
+            )
         if args.only in (None, "git"):
             rec["git_bisect"] = run_git_bisect(case, args.clock, src, root)
             rec["loadavg"]["end"] = loadavg()
             gb = rec["git_bisect"]
-            print(f"{case.name} [{args.clock}]: git bisect named {[c[:10] for c in gb.get('named', [])]} right={gb.get('right')}"
-                  f" builds {gb.get('builds')} samples {gb.get('samples')} wall {gb.get('wall_s')} s"
-                  f" (good {gb.get('good_ms')} bad {gb.get('bad_ms')} ms) {gb.get('error', '')}", flush=True)
+            print(
+                f"{case.name} [{args.clock}]: git bisect named {[c[:10] for c in gb.get('named', [])]} right={gb.get('right')}"
+                f" builds {gb.get('builds')} samples {gb.get('samples')} wall {gb.get('wall_s')} s"
+                f" (good {gb.get('good_ms')} bad {gb.get('bad_ms')} ms) {gb.get('error', '')}",
+                flush=True,
+            )
         path = out / f"{case.name}.json"
         if path.exists() and args.only:
             # one tool re-run: keep the other tool's figures from the earlier run

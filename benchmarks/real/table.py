@@ -1,6 +1,6 @@
 """Print the markdown tables of benchmarks/REAL.md from benchmarks/real/results/<clock>/*.json.
 
-    .venv/bin/python benchmarks/real/table.py [RESULTS_DIR]
+.venv/bin/python benchmarks/real/table.py [RESULTS_DIR]
 """
 
 from __future__ import annotations
@@ -29,12 +29,15 @@ def rows(doc: dict) -> list[str]:
     load = doc.get("loadavg", {})
     out = []
     if a:
-        cul = "; ".join(
-            f"`{c['commit'][:10]}` {pct(c.get('change_pct'))} CI {ci(c.get('ci_pct'))} posterior "
-            f"{'n/a' if c.get('posterior') is None else format(c['posterior'], '.3f')}"
-            + (f" via merge `{c['via_merge'][:10]}`" if c.get("via_merge") else "")
-            for c in a.get("culprits", [])
-        ) or "none"
+        cul = (
+            "; ".join(
+                f"`{c['commit'][:10]}` {pct(c.get('change_pct'))} CI {ci(c.get('ci_pct'))} posterior "
+                f"{'n/a' if c.get('posterior') is None else format(c['posterior'], '.3f')}"
+                + (f" via merge `{c['via_merge'][:10]}`" if c.get("via_merge") else "")
+                for c in a.get("culprits", [])
+            )
+            or "none"
+        )
         status = a.get("status", a.get("error", "?"))
         out.append(
             f"| {doc['case']} | attrib | {status} | {'yes' if a.get('right') else 'NO'} | {short(a.get('innocent'))} | {a.get('builds')} "
@@ -44,7 +47,10 @@ def rows(doc: dict) -> list[str]:
         )
     if g:
         skips = f"; {g.get('skips')} skipped" if g.get("skips") else ""
-        note = g.get("error") or f"good {g.get('good_ms', 0):.2f} ms, bad {g.get('bad_ms', 0):.2f} ms ({pct(g.get('change_pct'))}), threshold {g.get('threshold_ms', 0):.2f} ms{skips}"
+        note = (
+            g.get("error")
+            or f"good {g.get('good_ms', 0):.2f} ms, bad {g.get('bad_ms', 0):.2f} ms ({pct(g.get('change_pct'))}), threshold {g.get('threshold_ms', 0):.2f} ms{skips}"
+        )
         out.append(
             f"| {doc['case']} | git bisect | {'named ' + short(g.get('named')) if g.get('named') else 'none'} | {'yes' if g.get('right') else 'NO'} "
             f"| {short(g.get('innocent'))} | {g.get('builds')} | {g.get('samples')} | {g.get('wall_s')} | {note} "
@@ -57,7 +63,9 @@ def main() -> int:
     base = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "results"
     for clock_dir in sorted(p for p in base.iterdir() if p.is_dir()):
         print(f"\n### clock: {clock_dir.name}\n")
-        print("| case | tool | outcome | right culprit | innocent named | builds | samples | wall s | what the report said | loadavg (1/5/15 min) before / after |")
+        print(
+            "| case | tool | outcome | right culprit | innocent named | builds | samples | wall s | what the report said | loadavg (1/5/15 min) before / after |"
+        )
         print("|---|---|---|---|---|---:|---:|---:|---|---|")
         for f in sorted(clock_dir.glob("*.json")):
             for r in rows(json.loads(f.read_text())):
