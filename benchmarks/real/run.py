@@ -147,6 +147,14 @@ def run_attrib(case: Case, clock: str, src: Path, root: Path) -> dict:
         notes=doc.get("notes", []),
         phase_times_s=doc.get("phase_times_s"),
         comparisons=len(doc.get("comparisons", [])),
+        preflight=next(
+            (
+                {k: c.get(k) for k in ("verdict", "rounds", "sigma", "change_pct", "ci_pct")}
+                for c in doc.get("comparisons", [])
+                if c.get("purpose") == "preflight"
+            ),
+            None,
+        ),
     )
     return res
 

@@ -39,10 +39,12 @@ def rows(doc: dict) -> list[str]:
             or "none"
         )
         status = a.get("status", a.get("error", "?"))
+        pre = a.get("preflight") or {}
         out.append(
             f"| {doc['case']} | attrib | {status} | {'yes' if a.get('right') else 'NO'} | {short(a.get('innocent'))} | {a.get('builds')} "
             f"| {a.get('samples')} | {a.get('wall_s')} | {cul}; whole {pct(a.get('total_change_pct'))} CI {ci(a.get('total_ci_pct'))}; "
-            f"same binary {a.get('same_binary')}; smaller steps {len(a.get('smaller_steps') or [])} "
+            f"same binary {a.get('same_binary')}; smaller steps {len(a.get('smaller_steps') or [])}; "
+            f"preflight {pre.get('verdict')} in {pre.get('rounds')} rounds, per-round noise {100 * (pre.get('sigma') or 0):.1f} % "
             f"| {load.get('start')} / {load.get('after_attrib')} |"
         )
     if g:
