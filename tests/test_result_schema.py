@@ -230,3 +230,13 @@ def test_the_cupy_runner_says_why_a_static_diff_is_unavailable(tmp_path):
     (diff,) = ev.static_diffs.values()
     assert isinstance(diff, StaticDiff) and diff.unavailable and not diff.changed
     assert ev.gpu == {}  # nothing was timed: no GPU to record
+
+
+def test_an_undecided_preflight_above_the_minimum_is_blamed_on_noise_not_size() -> None:
+    from attrib.report.sentences import cause_resolve
+
+    noisy = Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=60, change_pct=12.5)
+    small = Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=60, change_pct=1.25)
+    assert "below the recipe's min_change_pct" not in cause_resolve(noisy, 60, 2.0)
+    assert "too noisy" in cause_resolve(noisy, 60, 2.0)
+    assert "below the recipe's min_change_pct" in cause_resolve(small, 60, 2.0)

@@ -103,7 +103,7 @@ def why_text(u: UnresolvedRange, s: Settings) -> str:
 
 
 def resolve_text(u: UnresolvedRange, s: Settings) -> str:
-    return "; ".join(c.resolve if isinstance(c, TextCause) else cause_resolve(c, s.max_rounds) for c in u.causes)
+    return "; ".join(c.resolve if isinstance(c, TextCause) else cause_resolve(c, s.max_rounds, s.min_change_pct) for c in u.causes)
 
 
 def _culprit_phrase(c: CulpritRecord) -> str:

@@ -36,9 +36,16 @@ def cause_why(cause: Cause, min_change_pct: float) -> str:
     raise ValueError(f"unknown cause {cause.kind!r}")
 
 
-def cause_resolve(cause: Cause, max_rounds: int) -> str:
+def cause_resolve(cause: Cause, max_rounds: int, min_change_pct: float | None = None) -> str:
     match cause.kind:
         case UnresolvedCause.NOT_CLEARLY_WORSE:
+            if min_change_pct is not None and cause.change_pct is not None and cause.change_pct >= min_change_pct:
+                # Measured above the minimum and still undecided: the noise, not the size, kept it
+                # open, and "it is below min_change_pct" would be false advice (benchmarks/REAL.md).
+                return (
+                    f"less noise or more rounds: the measured change is above min_change_pct but the rounds were"
+                    f" too noisy to decide it (--max-rounds {max_rounds * 2}, a quieter machine, or more reps)"
+                )
             return (
                 f"more rounds (--max-rounds {max_rounds * 2}); or, if a change this small does not "
                 "matter, nothing: it is below the recipe's min_change_pct"
@@ -61,7 +68,7 @@ def unresolved_text(causes: Sequence[Cause], min_change_pct: float, max_rounds: 
     """(why, resolve): each cause's sentence, joined as one line each."""
     return (
         "; ".join(cause_why(c, min_change_pct) for c in causes),
-        "; ".join(cause_resolve(c, max_rounds) for c in causes),
+        "; ".join(cause_resolve(c, max_rounds, min_change_pct) for c in causes),
     )
 
 
