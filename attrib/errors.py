@@ -99,8 +99,9 @@ class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
 
-class ResponseTooLarge(TrackerError):
-    """An answer longer than the bound the caller gave (never retried: it would be as long again)."""
+class ResponseTooLarge(AttribError):
+    """An HTTP answer (attrib/http.py) longer than the bound the caller gave, whoever the caller:
+    a tracker, the artifact fetch, a daemon client (never retried: it would be as long again)."""
 
 
 # --- the daemon (issue 7) ------------------------------------------------------------------

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "shared data and edges",
         ("attrib.events", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
-         "attrib.workdir", "attrib.fsutil", "attrib.sqlite"),
+         "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http"),
     ),  # fmt: skip
     ("evaluate", ("attrib.evaluate",)),
     ("search", ("attrib.bisection", "attrib.simulation")),

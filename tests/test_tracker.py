@@ -373,7 +373,7 @@ def test_a_rejected_upload_is_not_retried_and_the_body_says_why(server, results,
 
 
 def test_the_strict_server_rejects_a_sloppy_upload(server):
-    from attrib.tracker.http import Payload, multipart
+    from attrib.http import Payload, multipart
 
     def post(body, token=TOKEN):
         gl = gitlab(server, token=token)

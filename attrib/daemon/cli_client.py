@@ -1,19 +1,26 @@
 """`attrib daemon` and its clients `attrib submit`, `jobs`, `status`, `cancel`.
 
-Registered on the main typer app by cli.py (one call), so cli.py stays small. The clients use
-only the standard library (urllib): a CI job that flags a regression needs no FastAPI. The
-daemon's address comes from --url or ATTRIB_URL; the secret from ATTRIB_SECRET, or from a file
-named by --secret-file or ATTRIB_SECRET_FILE (never from a command-line value: it would show
-in `ps` and in CI logs).
+Registered on the main typer app by cli.py (one call), so cli.py stays small. The clients send
+through attrib.http, attrib's one HTTP client (standard library only: a CI job that flags a
+regression needs no FastAPI). The daemon's address comes from --url or ATTRIB_URL; the secret
+from ATTRIB_SECRET, or from a file named by --secret-file or ATTRIB_SECRET_FILE (never from a
+command-line value: it would show in `ps` and in CI logs).
+
+Retries: a connection that fails and a 5xx without a long Retry-After are tried again, at most
+ATTEMPTS times in all, a few seconds together; any other answer (4xx, and the daemon's 429/503,
+which ask for 30 s) is shown at once, as check_answer words it. A signed POST is signed again
+for each attempt (auth.sign reads the clock then): the signature carries its time, and a
+daemon refuses one older than its tolerance, so an old one must not be re-sent. Re-sending
+is safe because the routes are: POST /v1/regressions merges a flag into the active job with
+the same range (the answer names it: "duplicate of the active job"), POST /v1/results adds a
+file once (the answer says "already in the history"), and cancelling twice is cancelling.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,9 @@ from attrib.errors import ClientError, InputError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 REQUEST_TIMEOUT_S = 60.0  # submission validates the flag (git, maybe a fetch) before answering
+ATTEMPTS = 3
+BACKOFF_S = 0.5  # then 1 s: a daemon restarting, a proxy's 502, not a daemon that is down
+MAX_WAIT_S = 5.0  # the daemon's 429/503 ask for 30 s: that answer is shown, not waited out
 
 UrlOpt = typer.Option(None, "--url", envvar="ATTRIB_URL", help=f"The daemon's address (default: {DEFAULT_URL}).")
 SecretFileOpt = typer.Option(
@@ -48,26 +58,27 @@ def request(
     """(status, JSON answer). HTTP errors the daemon answered are returned, not raised; an
     unreachable daemon is a ClientError."""
     from attrib.daemon.auth import SIGNATURE_HEADER, sign
+    from attrib.http import HttpClient, Payload
 
-    headers = {"Content-Type": "application/json"}
-    if sign_body:
-        headers[SIGNATURE_HEADER] = sign(body or b"", secret)
-    else:
-        headers["Authorization"] = f"Bearer {secret}"
-    req = urllib.request.Request(url.rstrip("/") + path, data=body, method=method, headers=headers)
+    http = HttpClient(
+        url,
+        {} if sign_body else {"Authorization": f"Bearer {secret}"},
+        target=f"the daemon at {url}",
+        token_var="the shared secret",
+        error=ClientError,
+        max_attempts=ATTEMPTS,
+        backoff_s=BACKOFF_S,
+        max_wait_s=MAX_WAIT_S,
+        timeout_s=REQUEST_TIMEOUT_S,
+        unreachable=lambda reason: f"cannot reach the daemon at {url}: {reason}",
+    )
+    signer = (lambda data: {SIGNATURE_HEADER: sign(data, secret)}) if sign_body else None
+    got = http.send(method, path, body=None if body is None else Payload(body, "application/json"), sign=signer)
     try:
-        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        status, raw = exc.code, exc.read()
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ClientError(f"cannot reach the daemon at {url}: {reason}") from None
-    try:
-        answer = json.loads(raw) if raw else {}
+        answer = json.loads(got.body) if got.body else {}
     except ValueError:
-        answer = {"error": raw.decode("utf-8", "replace")[:200]}
-    return status, answer
+        answer = {"error": got.body.decode("utf-8", "replace")[:200]}
+    return got.status, answer
 
 
 def check_answer(status: int, answer: dict[str, Any], what: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ artifact (docs/daemon.md) and the daemon fetches it with the REST API:
   GET {api}/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts?name=attrib-flag
   GET {api}/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip   -> 302 to a storage host
 
-through attrib.tracker.http's client (bounded retries; the token never follows the 302 to the
+through attrib.http's client (bounded retries; the token never follows the 302 to the
 storage host). Everything is bounded: the zip's size (checked in the listing, then enforced
 while reading), exactly one member named flag.json, its uncompressed size (read with a limit,
 whatever the zip's header claims), the number of listing pages, every request's timeout and
@@ -26,8 +26,8 @@ import zlib
 from typing import Any
 
 from attrib.daemon.flags import MAX_JSON_DEPTH, WorkflowRun, json_depth
-from attrib.errors import FlagError, ResponseTooLarge, TrackerError, UpstreamError
-from attrib.tracker.http import HttpClient, Sleep
+from attrib.errors import FlagError, ResponseTooLarge, UpstreamError
+from attrib.http import HttpClient, Sleep
 
 ARTIFACT_NAME = "attrib-flag"
 MEMBER_NAME = "flag.json"
@@ -52,6 +52,7 @@ def client(api_url: str, token: str, repo: str, sleep: Sleep | None = None) -> H
         {"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": API_VERSION},
         target=f"github:{repo}",
         token_var=TOKEN_TEXT,
+        error=UpstreamError,
         max_attempts=ATTEMPTS,
         backoff_s=BACKOFF_S,
         max_wait_s=MAX_WAIT_S,
@@ -72,8 +73,6 @@ def fetch_flag(run: WorkflowRun, api_url: str, token: str | None, sleep: Sleep |
         data = http.download(f"/repos/{run.repo}/actions/artifacts/{artifact}/zip", need=NEED, max_bytes=MAX_ZIP_BYTES)
     except ResponseTooLarge:
         raise FlagError(ARTIFACT_NAME, f"the artifact's zip is larger than {MAX_ZIP_BYTES} bytes") from None
-    except TrackerError as exc:
-        raise UpstreamError(str(exc)) from None
     return flag_from_zip(data)
 
 

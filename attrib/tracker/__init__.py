@@ -22,10 +22,10 @@ from pathlib import Path
 
 from attrib.core.model import Status
 from attrib.errors import InputError, TargetError
+from attrib.http import Sleep
 from attrib.report.markdown import render_markdown, title
 from attrib.result.types import BisectResult, CulpritRecord
 from attrib.tracker.base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
-from attrib.tracker.http import Sleep
 
 DEFAULT_LABEL = "performance-regression"
 KINDS = ("github", "gitlab", "dir")

@@ -4,12 +4,12 @@ fingerprint holding report.md (+ plot.png); a repeat appends a comment section t
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from attrib.errors import InputError
 from attrib.fsutil import atomic_write_text
 from attrib.tracker.base import Attached, Posted, marker
-from attrib.tracker.http import utc_now
 
 FINGERPRINT_DIR_CHARS = 16
 
@@ -45,7 +45,8 @@ class Directory:
         report = self._dir(fingerprint) / "report.md"
         text = report.read_text()
         n = text.count("\n## Comment ") + 1
-        atomic_write_text(report, text + f"\n\n---\n\n## Comment {n} ({utc_now()})\n\n{body}")
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        atomic_write_text(report, text + f"\n\n---\n\n## Comment {n} ({when})\n\n{body}")
         return Posted(n, f"{report}#comment-{n}")
 
     def handle(self, sha: str) -> str | None:

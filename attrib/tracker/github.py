@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from attrib.errors import TrackerError
+from attrib.http import HttpClient, Sleep
 from attrib.tracker.base import MAX_PAGES, Attached, Posted, marker
-from attrib.tracker.http import HttpClient, Sleep
 
 DEFAULT_API = "https://api.github.com"
 TOKEN_VAR = "GITHUB_TOKEN"
@@ -29,6 +29,7 @@ class GitHub:
             {"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": "2022-11-28"},
             target=self.target,
             token_var=TOKEN_VAR,
+            error=TrackerError,
             **kw,
         )
         self.repo_path = f"/repos/{project}"

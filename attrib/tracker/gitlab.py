@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from attrib.errors import TrackerError
+from attrib.http import HttpClient, Sleep, multipart
 from attrib.tracker.base import Attached, Posted, marker
-from attrib.tracker.http import HttpClient, Sleep, multipart
 
 DEFAULT_API = "https://gitlab.com/api/v4"
 TOKEN_VAR = "GITLAB_TOKEN"
@@ -29,7 +29,7 @@ class GitLab:
             raise TrackerError(f"{self.target}: {TOKEN_VAR} is not set; filing needs a token with the {NEED_WRITE}")
         base = env.get("CI_API_V4_URL") or DEFAULT_API  # GitLab CI sets it; self-hosted works
         kw: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
-        self.http = HttpClient(base, {"PRIVATE-TOKEN": token}, target=self.target, token_var=TOKEN_VAR, **kw)
+        self.http = HttpClient(base, {"PRIVATE-TOKEN": token}, target=self.target, token_var=TOKEN_VAR, error=TrackerError, **kw)
         self.path = "/projects/" + urllib.parse.quote(project, safe="")
 
     def find_open(self, fingerprint: str, label: str | None) -> Posted | None:

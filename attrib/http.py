@@ -1,16 +1,24 @@
-"""A small JSON-over-HTTP client on the standard library's urllib.request.
+"""attrib's one HTTP client, on the standard library's urllib.request: the trackers (filing
+issues), the GitHub artifact fetch, and the daemon's own clients (`attrib submit`, `jobs`,
+`status`, `cancel`, `history push`) all send through HttpClient.
 
-Why not httpx: attrib needs a handful of JSON requests with our own retry policy, and the
-stdlib keeps the dependency list (and the surface a token passes through) small.
+Why not httpx: a retry policy there is a transport's connection retries (httpx has no status- or
+Retry-After-aware retries without a further package), while attrib's rules are its own: a
+request that may have been processed is re-sent only after `recheck` found nothing, a signed
+body is signed again for each attempt, a Retry-After longer than the caller allows is an error.
+Those rules would be hand-written on httpx too. The stdlib keeps the dependency list, and the
+surface a token passes through, small, and the daemon's clients run in a CI job with no extra.
 
-Retries: 5xx and connection errors back off exponentially (bounded attempts); 429, and a 403
-that says it is a rate limit, wait as long as Retry-After asks (bounded). A request that may
-have been processed before it failed (a dropped connection, a 5xx) is only re-sent after
-`recheck` found nothing: that is how an issue is never filed twice. 401/403/404 end at once
-with one line naming the target and what the token lacks. The token lives only in the request
-headers: it is never part of a message, a repr or a log line, and it never follows a redirect
-to another origin (an artifact download answers 302 to a storage host: that host gets no
-token). Every answer is read with a byte bound.
+Retries: 5xx and connection errors back off exponentially (bounded attempts); 429, a 403 that
+says it is a rate limit, and a 5xx that carries Retry-After wait as long as it asks (bounded). A
+request that may have been processed before it failed (a dropped connection, a 5xx) is only
+resent after `recheck` found nothing: that is how an issue is never filed twice. 401/403/404 end
+at once with one line naming the target and what the token lacks. The token lives only in the
+request headers: it is never part of a message, a repr or a log line, and it never follows a
+redirect to another origin (an artifact download answers 302 to a storage host: that host gets
+no token, nor any header a signer added). Every answer is read with a byte bound. Each caller
+names the error its boundary raises (`error`: TrackerError, UpstreamError, ClientError); a
+too-long answer is ResponseTooLarge for all of them.
 """
 
 from __future__ import annotations
@@ -25,10 +33,9 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from attrib.errors import ResponseTooLarge, TrackerError
+from attrib.errors import AttribError, ResponseTooLarge
 
 MAX_ATTEMPTS = 5
 BACKOFF_S = 1.0  # first wait; doubles per attempt
@@ -38,6 +45,17 @@ MAX_RESPONSE_BYTES = 32 << 20  # a page of 100 issues with long bodies is a few 
 MAX_ERROR_BYTES = 64 << 10  # what an error answer's message is read from
 
 Sleep = Callable[[float], None]
+# Headers computed for each attempt from the body as sent: a signature with the time of sending.
+Signer = Callable[[bytes], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server answered, any status: for a caller that words its own errors by status."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
 
 
 @dataclass(frozen=True)
@@ -77,7 +95,11 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
 
     def __init__(self, secret_headers: list[str]) -> None:
         super().__init__()
-        self.secret_headers = [name.capitalize() for name in secret_headers]  # urllib's spelling
+        self.secret_headers = {name.capitalize() for name in secret_headers}  # urllib's spelling
+
+    def keep_secret(self, names: list[str]) -> None:
+        """Headers a signer adds are credentials too: a signature replays within its tolerance."""
+        self.secret_headers.update(name.capitalize() for name in names)
 
     def redirect_request(
         self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
@@ -116,30 +138,39 @@ class HttpClient:
         *,
         target: str,
         token_var: str,
+        error: type[AttribError],
         sleep: Sleep = time.sleep,
         max_attempts: int = MAX_ATTEMPTS,
         backoff_s: float = BACKOFF_S,
         max_wait_s: float = MAX_WAIT_S,
         timeout_s: float = TIMEOUT_S,
+        unreachable: Callable[[str], str] | None = None,
     ) -> None:
+        """`error` is the class every failure is raised as (the caller's boundary); `unreachable`
+        words the failure when no answer came at all (it gets the reason), for `send`."""
         self.base_url = base_url.rstrip("/")
         self._auth = dict(auth_headers)
-        self.target, self.token_var = target, token_var
+        self.target, self.token_var, self.error, self.unreachable = target, token_var, error, unreachable
         self.sleep, self.max_attempts = sleep, max_attempts
         self.backoff_s, self.max_wait_s, self.timeout_s = backoff_s, max_wait_s, timeout_s
         self.attempts = 0  # every request sent, retries included (tests and the curious)
-        self._opener = urllib.request.build_opener(_Redirects(list(self._auth)))
+        self._redirects = _Redirects(list(self._auth))
+        self._opener = urllib.request.build_opener(self._redirects)
 
     def __repr__(self) -> str:  # never the headers: they carry the token
         return f"HttpClient({self.base_url!r}, target={self.target!r})"
 
-    def _send(self, method: str, url: str, body: Any, max_bytes: int) -> tuple[int, dict[str, str], bytes]:
+    def _send(self, method: str, url: str, body: Any, max_bytes: int, sign: Signer | None) -> tuple[int, dict[str, str], bytes]:
         headers = {"Accept": "application/json", "User-Agent": "attrib", **self._auth}
         data = None
         if isinstance(body, Payload):
             data, headers["Content-Type"] = body.data, body.content_type
         elif body is not None:
             data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+        if sign is not None:
+            signed = dict(sign(data or b""))
+            self._redirects.keep_secret(list(signed))
+            headers.update(signed)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         self.attempts += 1
         try:
@@ -165,27 +196,50 @@ class HttpClient:
         """The decoded JSON of a 2xx answer. `need` names the permission the call requires, for
         the error message; `recheck` (for non-idempotent calls) returns the earlier attempt's
         result if the server did process it, or None to send again."""
-        return self._exchange(method, path, need, body, params, recheck, max_bytes, lambda raw: json.loads(raw) if raw.strip() else None)
+        got = self._exchange(method, path, body, params, recheck, max_bytes, None, answer_last=False)
+        if not isinstance(got, Answer):
+            return got
+        if not 200 <= got.status < 300:
+            raise self.error(self._message(got.status, need, got.body))
+        return json.loads(got.body) if got.body.strip() else None
 
     def download(self, path: str, *, need: str, max_bytes: int, params: Mapping[str, str | int] | None = None) -> bytes:
         """The raw body of a GET's 2xx answer, at most `max_bytes` (ResponseTooLarge beyond),
         after any redirects (to another origin without the credentials)."""
-        data: bytes = self._exchange("GET", path, need, None, params, None, max_bytes, lambda raw: raw)
-        return data
+        got = self._exchange("GET", path, None, params, None, max_bytes, None, answer_last=False)
+        assert isinstance(got, Answer)  # no recheck: an answer or an error
+        if not 200 <= got.status < 300:
+            raise self.error(self._message(got.status, need, got.body))
+        return got.body
+
+    def send(
+        self, method: str, path: str, *, body: Payload | None = None, sign: Signer | None = None, max_bytes: int = MAX_RESPONSE_BYTES
+    ) -> Answer:
+        """The server's answer whatever its status, for a caller that words errors itself (the
+        daemon's clients). Retried like `request`; when the retries are spent, or the server
+        asks to wait longer than allowed, its last answer is returned. `sign` is called for
+        every attempt, so a retried signed request carries the time it was sent at."""
+        got = self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True)
+        assert isinstance(got, Answer)
+        return got
 
     def _exchange(
         self,
         method: str,
         path: str,
-        need: str,
         body: Any,
         params: Mapping[str, str | int] | None,
         recheck: Callable[[], Any] | None,
         max_bytes: int,
-        decode: Callable[[bytes], Any],
+        sign: Signer | None,
+        *,
+        answer_last: bool,
     ) -> Any:
+        """An Answer that needs no retry (2xx, or a status that retrying cannot change), or what
+        `recheck` found. Retryable answers are retried; when the retries are spent (or the wait
+        is too long) they end in an error, or, with `answer_last`, in the last answer."""
         url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        last = ""
+        last, answer, reason = "", None, ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1 and recheck is not None:
                 done = recheck()
@@ -193,27 +247,33 @@ class HttpClient:
                     return done
             wait = self.backoff_s * 2 ** (attempt - 1)
             try:
-                status, headers, raw = self._send(method, url, body, max_bytes)
+                status, headers, raw = self._send(method, url, body, max_bytes, sign)
             except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-                reason = getattr(exc, "reason", None) or exc.__class__.__name__
-                last = f"connection failed ({reason})"
+                reason = str(getattr(exc, "reason", None) or exc.__class__.__name__)
+                last, answer = f"connection failed ({reason})", None
             else:
-                if 200 <= status < 300:
-                    return decode(raw)
+                answer = Answer(status, headers, raw)
                 asked = _retry_after(headers, time.time())
                 if status == 429 or (status == 403 and asked is not None):
                     last = f"{status} rate limited"
                     wait = asked if asked is not None else wait
                 elif status >= 500:
-                    last = f"{status} server error"
+                    last = f"{status} server error"  # a 503's Retry-After is heeded too (RFC 9110)
+                    wait = asked if asked is not None else wait
                 else:
-                    raise TrackerError(self._message(status, need, raw))
+                    return answer
             if attempt == self.max_attempts:
                 break
             if wait > self.max_wait_s:
-                raise TrackerError(f"{self.target}: {last}; the server asks to wait {wait:.0f} s, longer than {self.max_wait_s:.0f} s")
+                if answer_last and answer is not None:
+                    return answer
+                raise self.error(f"{self.target}: {last}; the server asks to wait {wait:.0f} s, longer than {self.max_wait_s:.0f} s")
             self.sleep(wait)
-        raise TrackerError(f"{self.target}: {method} {path}: {last} after {self.max_attempts} attempts")
+        if answer_last and answer is not None:
+            return answer
+        if answer is None and self.unreachable is not None:
+            raise self.error(self.unreachable(f"{reason} ({self.max_attempts} attempts)"))
+        raise self.error(f"{self.target}: {method} {path}: {last} after {self.max_attempts} attempts")
 
     def _message(self, status: int, need: str, raw: bytes) -> str:
         if status == 401:
@@ -229,7 +289,3 @@ class HttpClient:
             detail = raw.decode(errors="replace")
         detail = " ".join(str(detail).split())[:200]
         return f"{self.target}: {status} {http.client.responses.get(status, 'error')} — {detail}"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
