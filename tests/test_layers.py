@@ -17,7 +17,10 @@ import attrib
 PACKAGE = Path(attrib.__file__).resolve().parent
 
 # Bottom first. A name stands for the module and everything under it; the longest name wins,
-# so a trigger's CLI module can sit above the package it belongs to.
+# so a trigger's CLI module can sit above the package it belongs to. The package face
+# ("attrib", its __init__) stands for itself only: were it a prefix, every new top-level module
+# would land in the core layer silently instead of failing for want of one.
+PACKAGE_FACE = "attrib"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("attrib", "attrib.core", "attrib.errors")),
     (
@@ -78,7 +81,7 @@ def imports(module: str) -> set[str]:
 def layer(module: str) -> int:
     best = max(
         ((len(name), i) for i, (_, names) in enumerate(LAYERS) for name in names
-         if module == name or module.startswith(name + ".")),
+         if module == name or (name != PACKAGE_FACE and module.startswith(name + "."))),
         default=None,
     )  # fmt: skip
     assert best is not None, f"{module} belongs to no layer: add it to LAYERS (and docs/architecture.md)"
