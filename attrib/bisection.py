@@ -259,6 +259,9 @@ class Bisection:
             raise ReferenceFailed(f"cannot measure the references: {preflight.reason}")
         if preflight.verdict is Verdict.GOOD:
             return self._outcome(Status.NOT_REPRODUCED, good, bad, [], preflight)
+        # Said for an undecided preflight too: there, what noise this is and what minimum would
+        # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
+        self._warn_if_too_noisy(preflight)
         if preflight.verdict is Verdict.INCONCLUSIVE:
             cause = Cause(
                 UnresolvedCause.NOT_CLEARLY_WORSE,
@@ -267,7 +270,6 @@ class Bisection:
             )
             self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
             return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
-        self._warn_if_too_noisy(preflight)
         culprits = self.find_culprits(chain, good, preflight)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]

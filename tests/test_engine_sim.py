@@ -202,3 +202,18 @@ def test_a_preflight_noise_too_high_for_the_minimum_change_is_said_before_the_se
         assert "over --max-rounds 60" in line and "min_change_pct of at least" in line
         needed = int(line.split(" may need ")[1].split(" rounds")[0])
         assert needed > 60
+
+
+def test_an_undecided_preflight_still_says_how_noisy_it_was():
+    # A 3 % step under 15 % noise per sample cannot be decided in 12 rounds: the run ends
+    # inconclusive at the preflight, and the noise line (with the minimum that would fit) is
+    # what tells the user why; before, it was said only after a decided preflight.
+    hist = linear_history(30, {15: 3.0})
+    phases = _Phases()
+    noise = NoiseModel("gaussian", sigma=0.15)
+    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(max_rounds=12), 3, phases)  # type: ignore[arg-type]
+    outcome = engine.run(hist.main[0], hist.main[-1])
+    assert outcome.status is Status.INCONCLUSIVE
+    assert [c.kind for u in outcome.unresolved for c in u.causes] == [UnresolvedCause.NOT_CLEARLY_WORSE]
+    warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
+    assert len(warnings) == 1 and "over --max-rounds 12" in warnings[0], phases.lines
