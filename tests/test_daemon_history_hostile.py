@@ -288,3 +288,14 @@ def test_the_text_rule_is_one_function(tmp_path: Path):
     with pytest.raises(IngestError, match=r"f.csv: row 3: field 'unit': character 2 is the control character U\+0009"):
         check_text("s\tx", 40, "f.csv", "3", "unit")
     check_text("\u05d0\u05d1 ms", 40, "f.csv", "3", "unit")
+
+
+def test_the_daemons_json_answers_carry_no_non_finite_number() -> None:
+    # The app's default response class, so a route's dict with an inf in it answers null
+    # instead of a 500 from Starlette's encoder after the work was done.
+    import json as _json
+
+    from attrib.daemon.answers import FiniteJSONResponse
+
+    body = FiniteJSONResponse({"change_pct": float("inf"), "v": [1.5, float("nan"), (float("-inf"),)]}).body
+    assert _json.loads(body) == {"change_pct": None, "v": [1.5, None, [None]]}

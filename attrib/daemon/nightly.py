@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -128,13 +127,13 @@ class Nightly:
             self.history.detected(s.id, mark)
             findings += found
         flagged = self.flag_pending(project, repo_path, commits, now)
-        return finite({
+        return {
             "project": name,
             "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate, "skipped": g.skipped} for g in got],
             "changes": [finding_json(f) for f in findings if f.new or f.recovered_now],
             "unanalysed": unanalysed,
             "flags": flagged,
-        })  # fmt: skip
+        }  # fmt: skip
 
     def flag_pending(self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None) -> list[dict[str, Any]]:
         now = time.time() if now is None else now
@@ -199,18 +198,6 @@ class Nightly:
         if acc.duplicate_of:
             return Decision(FlagState.DUPLICATE, d.rule, acc.duplicate_of, f"merged into the active job {acc.duplicate_of}")
         return Decision(FlagState.QUEUED, d.rule, acc.job_id)
-
-
-def finite(value: Any) -> Any:
-    """`value` with every non-finite float as null: no JSON answer carries NaN or Infinity
-    (which are not JSON, and which Starlette's encoder would turn into a 500 after the commit)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
 
 
 def base_url(settings: Settings) -> str:

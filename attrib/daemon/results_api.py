@@ -26,10 +26,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from attrib.daemon.answers import FiniteJSONResponse
 from attrib.daemon.auth import SignaturePolicy, Unauthorized, check_bearer, check_token, verify_signature
 from attrib.daemon.config import Settings
 from attrib.daemon.flags import mirror_path
-from attrib.daemon.nightly import SERIES_PER_PAGE, Nightly, finite
+from attrib.daemon.nightly import SERIES_PER_PAGE, Nightly
 from attrib.daemon.store import Store
 from attrib.errors import BadRows, IngestError, RepoError
 from attrib.gitrepo import is_git_url
@@ -78,7 +79,7 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
             return JSONResponse({"error": str(exc), "errors": [str(e) for e in exc.errors]}, status_code=400)
         except IngestError as exc:
             return JSONResponse({"error": str(exc), "errors": [str(exc)]}, status_code=400)
-        return JSONResponse(finite(answer))
+        return FiniteJSONResponse(answer)
 
     @app.get("/series", response_class=HTMLResponse)
     def series_page(request: Request, project: str | None = None, page: str = "1") -> Response:

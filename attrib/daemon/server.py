@@ -34,6 +34,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from starlette.concurrency import run_in_threadpool
 
 from attrib.core.model import JobState
+from attrib.daemon.answers import FiniteJSONResponse
 from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_github, verify_gitlab, verify_signature
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
@@ -78,7 +79,9 @@ def create_app(store: Store, settings: Settings) -> ASGIApp:
 
 
 def _api(store: Store, settings: Settings) -> FastAPI:
-    app = FastAPI(title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None, default_response_class=FiniteJSONResponse
+    )
     ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
     policy = SignaturePolicy(settings.secret, settings.signature_tolerance_s, settings.allow_legacy_signature)
     # Its own small pool: a slow GitHub must not take the threads that validate other flags.
