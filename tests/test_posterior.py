@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attrib.core.posterior import Action, mixture_bits, next_request, posterior
+from attrib.core.posterior import Action, mixture_bits, next_request, next_requests, posterior
 
 SIGMA = 1.0
 
 
-def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, cap=600):
-    """Drive next_request to its end on a simulated segment; returns (request, blocks, builds)."""
+def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, cap=600, width=1):
+    """Drive next_requests to its end on a simulated segment, one batch per round; returns
+    (request, posterior, builds, rounds)."""
     rng = np.random.default_rng(seed)
     clock = [0]
 
@@ -27,17 +28,21 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
         for p in (0, n):
             blocks[p].append(draw(p))
             times[p].append(float(clock[0]))
-    builds = 0
-    for spent in range(cap + 1):
-        req, post = next_request(
-            n, blocks, unbuildable=unbuildable, tau=tau, blocks_left=cap - spent, times=times if drift else None
+    builds, spent = 0, 0
+    for rounds in range(cap + 1):
+        reqs, post = next_requests(
+            n, blocks, unbuildable=unbuildable, tau=tau, blocks_left=cap - spent, times=times if drift else None,
+            width=width,
         )
-        if req.action in (Action.CONFIRM, Action.EXHAUSTED):
-            return req, post, builds
-        assert req.position not in unbuildable or req.position in (0, n), "an unbuildable commit carries no data: never asked for"
-        builds += req.action is Action.BUILD
-        blocks.setdefault(req.position, []).append(draw(req.position))
-        times.setdefault(req.position, []).append(float(clock[0]))
+        if reqs[0].action in (Action.CONFIRM, Action.EXHAUSTED):
+            return reqs[0], post, builds, rounds
+        assert len({r.position for r in reqs}) == len(reqs), "a batch asks for each commit once"
+        for req in reqs:
+            assert req.position not in unbuildable or req.position in (0, n), "an unbuildable commit carries no data: never asked for"
+            builds += req.action is Action.BUILD
+            blocks.setdefault(req.position, []).append(draw(req.position))
+            times.setdefault(req.position, []).append(float(clock[0]))
+            spent += 1
     raise AssertionError("the search did not end within its own block cap")
 
 
@@ -45,7 +50,7 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
 def test_concentrates_on_the_true_position(seed):
     n = 60
     k = 1 + (seed * 17) % n
-    req, post, builds = _search(n, k, 2.0, seed)
+    req, post, builds, _ = _search(n, k, 2.0, seed)
     assert req.action is Action.CONFIRM
     assert req.position == k
     assert post.probs[k] >= 0.99
@@ -64,7 +69,7 @@ def test_every_hypothesis_before_any_data_inside_is_equally_likely():
 def test_unbuildable_commits_give_the_ambiguous_range():
     n, k = 40, 21
     broken = frozenset({19, 20})
-    req, post, _ = _search(n, k, 2.0, 5, unbuildable=broken)
+    req, post, _, _ = _search(n, k, 2.0, 5, unbuildable=broken)
     assert req.action is Action.CONFIRM
     assert req.position == k
     assert set(req.ambiguous) == broken  # no data can tell 19, 20 and 21 apart
@@ -84,7 +89,7 @@ def test_one_outlying_block_does_not_decide():
 
 def test_a_drifting_machine_does_not_read_as_a_step():
     # the level drifts by 0.01 sigma per run: hundreds of runs move it by several sigmas
-    req, _, _ = _search(50, 31, 2.0, 2, drift=0.01)
+    req, *_ = _search(50, 31, 2.0, 2, drift=0.01)
     assert req.action is Action.CONFIRM and req.position == 31
 
 
@@ -92,7 +97,7 @@ def test_with_no_step_the_fitted_step_stays_within_noise():
     # The posterior is conditional on a change existing (the preflight and the paired
     # confirmation decide whether one does); with none, the step it fits must stay small.
     for seed in range(6):
-        _, post, _ = _search(30, 10, 0.0, 100 + seed, cap=200)
+        _, post, *_ = _search(30, 10, 0.0, 100 + seed, cap=200)
         assert abs(post.step) < 4 * post.step_se + 0.5 * SIGMA
 
 
@@ -115,3 +120,58 @@ def test_a_build_must_be_worth_its_cost():
     dear, _ = next_request(10, blocks, tau=0.125, build_cost=1000.0)
     assert dear.action is Action.MEASURE and dear.position == 5
     assert cheap.value >= dear.value
+
+
+def test_a_batch_spreads_out_and_each_further_probe_is_worth_less():
+    # only the ends measured: four probes split the range like quantiles, not four at the middle
+    rng = np.random.default_rng(5)
+    blocks = {0: list(rng.normal(0, 1, 4)), 64: list(rng.normal(3, 1, 4))}
+    reqs, _ = next_requests(64, blocks, tau=0.125, width=4)
+    assert [r.action for r in reqs] == [Action.BUILD] * 4
+    positions = sorted(r.position for r in reqs)
+    assert len(set(positions)) == 4 and positions[0] < 32 < positions[-1]
+    values = [r.value for r in reqs]
+    assert values == sorted(values, reverse=True) and values[-1] < values[0]
+
+
+def test_parallel_probes_find_the_same_position_in_fewer_rounds():
+    rounds = {1: 0, 4: 0}
+    for seed in range(4):
+        k = 1 + (seed * 29) % 100
+        for width in rounds:
+            req, _, _, r = _search(100, k, 2.0, seed, width=width)
+            assert req.position == k, (seed, width)
+            rounds[width] += r
+    assert rounds[4] < rounds[1], rounds
+def test_a_commit_at_its_cap_that_still_decides_is_extended_once():
+    # position 5 holds the boundary's doubt and already has `cap` blocks: it is extended, once
+    rng = np.random.default_rng(6)
+    blocks = {0: list(rng.normal(0, 1, 6)), 10: list(rng.normal(2, 1, 6)), 4: list(rng.normal(0, 1, 3)), 5: [1.0, 1.1, 0.9]}
+    reqs, _ = next_requests(10, blocks, tau=0.125, cap=3)
+    assert any(r.action is Action.EXTEND for r in reqs) or all(r.position != 5 for r in reqs)
+    ext = [r for r in reqs if r.action is Action.EXTEND]
+    if ext:
+        assert ext[0].position == 5
+    again, _ = next_requests(10, blocks, tau=0.125, cap=3, extended=frozenset({5}))
+    assert all(r.position != 5 for r in again), "an extended commit at its cap is asked for nothing more"
+
+
+def test_a_drifting_machine_measures_the_reference_in_every_round():
+    # blocks that trend inside each commit: the data favour the drift model, and the reference
+    # is asked for in the batch (as a paired round measures it with every candidate)
+    rng = np.random.default_rng(7)
+    t = iter(range(1000))
+    blocks, times = {}, {}
+    for p, level in ((0, 0.0), (20, 2.0), (10, 0.0), (0, 0.0), (20, 2.0), (10, 0.0), (0, 0.0), (20, 2.0)):
+        now = next(t)
+        blocks.setdefault(p, []).append(level + 0.2 * now + rng.normal(0, 0.3))
+        times.setdefault(p, []).append(float(now))
+    reqs, post = next_requests(20, blocks, tau=0.125, times=times)
+    assert post.drift_weight > 0.5
+    assert reqs[0].position == 0 and len(reqs) >= 2
+    flat = {p: [b - 0.2 * tt for b, tt in zip(blocks[p], times[p], strict=True)] for p in blocks}
+    flat_reqs, post_flat = next_requests(20, flat, tau=0.125, times=times)
+    assert post_flat.drift_weight < 0.5
+    # having seen drift earlier in the search (`anchor`) keeps the reference in the round
+    anchored, _ = next_requests(20, flat, tau=0.125, times=times, anchor=True)
+    assert anchored[0].position == 0 and flat_reqs[0].position != 0

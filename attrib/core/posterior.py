@@ -20,7 +20,7 @@ likelihood is computed once per gap between measured positions; a gap shares its
 uniformly. An unbuildable commit carries no data: the gap across it stays ambiguous, which is
 the ambiguous range the report names.
 
-What next (`next_request`): the request with the most expected information about the change's
+What next (`next_requests`): the request with the most expected information about the change's
 position per unit of cost. A block at position j tells us about k only through "is j on the
 bad side", so its information is the mutual information between that side (probability F(j) =
 P(k <= j)) and one block drawn from the two-level mixture, exact up to the Gaussian shapes.
@@ -60,6 +60,7 @@ class Action(StrEnum):
 
     MEASURE = "measure"  # one more block of a built commit
     BUILD = "build"  # build a commit and measure its first block
+    EXTEND = "extend"  # a commit at its block cap still decides the boundary: more samples, once
     CONFIRM = "confirm"  # the posterior holds one position: confirm culprit^ vs culprit
     EXHAUSTED = "exhausted"  # nothing left to learn within the block cap: report the credible range
 
@@ -67,7 +68,7 @@ class Action(StrEnum):
 @dataclass(frozen=True)
 class Request:
     action: Action
-    position: int = 0  # MEASURE/BUILD: where; CONFIRM: the culprit's position
+    position: int = 0  # MEASURE/BUILD/EXTEND: where; CONFIRM: the culprit's position
     last_good: int = 0  # CONFIRM: the position it is confirmed against
     ambiguous: tuple[int, ...] = ()  # CONFIRM/EXHAUSTED: unbuildable or open positions beside it
     value: float = 0.0  # expected bits per unit of cost of a MEASURE/BUILD
@@ -84,6 +85,7 @@ class Posterior:
     step_se: float
     sigma: float  # per-block noise used
     tau: float  # per-commit scatter used
+    drift_weight: float = 0.0  # the linear-drift model's share of the evidence (0: no drift model fitted)
 
     @property
     def step(self) -> float:
@@ -132,15 +134,30 @@ def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None
 
 
 def _fit_sides(
-    y: np.ndarray, v: np.ndarray, good: np.ndarray, t: np.ndarray | None
+    y: np.ndarray,
+    v: np.ndarray,
+    good: np.ndarray,
+    t: np.ndarray | None,
+    within: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
     block times `t`, a common drift slope) fitted to the commit levels y with variances v by
     iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
-    log-likelihood, log-determinant of the information) per row."""
+    log-likelihood, log-determinant of the information) per row.
+
+    `within` (slope, variance) is what the blocks inside each commit say about the slope, the
+    same under every hypothesis: one more observation of the slope alone (of 0 without `t`)."""
     rows, m = good.shape
     cols = [good, 1.0 - good] + ([np.broadcast_to(t - t.mean(), (rows, m))] if t is not None else [])
     x = np.stack(cols, axis=2)  # rows x m x p
+    if within is not None:
+        extra = np.zeros((rows, 1, x.shape[2]))
+        if t is not None:
+            extra[:, :, 2] = 1.0
+        x = np.concatenate([x, extra], axis=1)
+        y = np.append(y, within[0])
+        v = np.append(v, within[1])
+        m += 1
     w = np.broadcast_to(1.0 / v, (rows, m))
     wt = w.copy()
     for _ in range(IRLS_STEPS + 1):
@@ -155,6 +172,28 @@ def _fit_sides(
     cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
     se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
     return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se
+
+
+def _within_slope(
+    blocks: Mapping[int, Sequence[float]],
+    times: Mapping[int, Sequence[float]],
+    measured: Sequence[int],
+) -> tuple[float, float] | None:
+    """The drift slope per run from the trend of each commit's blocks over its own run times,
+    pooled, with the sum of squared centred times (its variance is sigma^2 over that); None
+    when no commit was measured at two times. A step lies between commits, so this part
+    cannot mistake one for drift: commit means alone could (a slope between early and late
+    probes looks like a step between them)."""
+    num = den = 0.0
+    for p in measured:
+        if len(blocks[p]) >= 2:
+            tt = np.asarray(times[p], dtype=float)
+            tt = tt - tt.mean()
+            num += float(np.dot(tt, np.asarray(blocks[p], dtype=float)))
+            den += float(np.dot(tt, tt))
+    if den <= 0:
+        return None
+    return num / den, den
 
 
 def posterior(
@@ -179,31 +218,53 @@ def posterior(
     y = np.array([commit_level(blocks[p], sigma) for p in measured])
     v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
     m = len(measured)
-    slope = None
+    slope, within, within0, drifting = None, None, None, None
     if times is not None:
         mean_t = np.array([float(np.mean(times[p])) for p in measured])
         # a drift slope is only identifiable once some commit was measured at two times
-        if any(len(times[p]) >= 2 for p in measured) and m >= 3:
-            slope = mean_t / max(1.0, float(np.ptp(mean_t)))
+        trend = _within_slope(blocks, times, measured)
+        if trend is not None and m >= 3:
+            scale = max(1.0, float(np.ptp(mean_t)))
+            slope = mean_t / scale
+            b_w, den = trend
+            # under drift the spread inside a commit is partly its trend: the noise is what is
+            # left once that is taken out, and the slope inside commits is one more observation
+            flat = {
+                p: [x - b_w * (t - float(np.mean(times[p]))) for x, t in zip(blocks[p], times[p], strict=True)]
+                for p in measured
+            }
+            sigma_d = block_sigma(flat, prior_sigma)
+            drifting = sigma_d, np.array([tau**2 + sigma_d**2 / len(blocks[p]) for p in measured])
+            # one noise for the slope's test in both models, the larger model's (as an F test
+            # uses the full model's residual variance): the trend inflates the other one
+            within0 = within = (b_w * scale, sigma_d**2 / den * scale**2)
     # gap c: k in (measured[c], measured[c+1]]; the commits measured[: c+1] are on the good side
     good = np.tri(m - 1, m, dtype=float)  # row c: ones at columns 0..c
     widths = np.log(np.diff(np.array(measured, dtype=float)))
     # Bayesian model averaging over "no drift" and "linear drift" (prior 1/2 each): the slope
     # costs its Occam factor where the machine is steady and takes over where it drifts
-    fits = [_fit_sides(y, v, good, None)]
-    if slope is not None:
-        fits.append(_fit_sides(y, v, good, slope))
+    fits = [_fit_sides(y, v, good, None, within0)]
+    if slope is not None and drifting is not None:
+        fits.append(_fit_sides(y, drifting[1], good, slope, within))
     logs = np.stack([f[2] + widths for f in fits])
     mass = np.exp(logs - logs.max()).sum(axis=0)
     mass /= mass.sum()
     which = int(np.argmax(logs.max(axis=1)))
     m0, m1, _, se = fits[which]
+    if which == 1 and drifting is not None:
+        sigma = drifting[0]
+    # each model's evidence summed over the hypotheses: how much the data ask for the slope
+    top = logs.max()
+    evidence = np.log(np.exp(logs - top).sum(axis=1))
+    drift_weight = float(np.exp(evidence[1] - np.logaddexp(evidence[0], evidence[1]))) if len(fits) > 1 else 0.0
     probs = np.zeros(n + 1)
     for c in range(m - 1):
         lo, hi = measured[c], measured[c + 1]
         probs[lo + 1 : hi + 1] = mass[c] / (hi - lo)
     best = int(np.argmax(mass))
-    return Posterior(tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), float(se[best]), sigma, tau)
+    return Posterior(
+        tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), float(se[best]), sigma, tau, drift_weight
+    )
 
 
 def mixture_bits(f: np.ndarray, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -243,6 +304,16 @@ def _credible(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[
 def next_request(
     n: int,
     blocks: Mapping[int, Sequence[float]],
+    **kw: object,
+) -> tuple[Request, Posterior]:
+    """The single best request (`next_requests` with width 1)."""
+    reqs, post = next_requests(n, blocks, **kw)  # type: ignore[arg-type]
+    return reqs[0], post
+
+
+def next_requests(
+    n: int,
+    blocks: Mapping[int, Sequence[float]],
     *,
     unbuildable: frozenset[int] = frozenset(),
     tau: float,
@@ -251,33 +322,59 @@ def next_request(
     locate_at: float = DEFAULT_LOCATE_AT,
     blocks_left: int | None = None,
     times: Mapping[int, Sequence[float]] | None = None,
-) -> tuple[Request, Posterior]:
-    """The next request for a segment, and the posterior it was chosen from.
+    width: int = 1,
+    cap: int | None = None,
+    extended: frozenset[int] = frozenset(),
+    anchor: bool = False,
+) -> tuple[tuple[Request, ...], Posterior]:
+    """The next requests for a segment (at most `width`, to be built concurrently and measured
+    in one shared round), and the posterior they were chosen from.
 
     CONFIRM once one position (with the unbuildable commits right before it, which no data can
     tell apart) holds `locate_at`; EXHAUSTED when no request is worth anything or the block
-    cap (`blocks_left`) is spent; else the MEASURE or BUILD with the most bits per unit cost."""
+    cap (`blocks_left`) is spent; EXTEND when the most informative commit already has `cap`
+    blocks (the recipe's max_rounds: what one commit may cost) and was not extended yet; else
+    the MEASUREs and BUILDs with the most bits per unit cost, each valued as if the sides of
+    the ones chosen before it were known (so a batch spreads out instead of piling onto one
+    gap, and each further probe is worth less). `anchor`: the search has seen the data favour
+    a drifting machine, so the reference is measured in every round (see `_ends_due`)."""
     post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
+    counts = {p: len(b) for p, b in blocks.items() if len(b)}
+
+    def capped(j: int) -> bool:
+        return cap is not None and 0 < j < n and counts.get(j, 0) >= cap
+
     hit = _credible(post, unbuildable, locate_at)
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
         dof = sum(len(b) - 1 for b in blocks.values() if len(b) >= 2)
-        if dof < MIN_LOCATE_DOF:
-            # a boundary resting on a sigma from a handful of blocks is luck: pin the noise down
-            # at the two commits that decide it before asking for the confirmation
-            side = min((last, k), key=lambda p: len(blocks.get(p, ())))
-            return Request(Action.MEASURE if blocks.get(side) else Action.BUILD, side), post
-        return Request(Action.CONFIRM, k, last, amb), post
+        # a boundary resting on a sigma from a handful of blocks is luck: pin the noise down
+        # at the two commits that decide it before asking for the confirmation (within what
+        # one commit may cost: at its cap a commit is extended once, then left as it is)
+        sides = sorted((p for p in (last, k) if not (capped(p) and p in extended)), key=lambda p: counts.get(p, 0))
+        if dof < MIN_LOCATE_DOF and sides:
+            side = sides[0]
+            if capped(side):
+                return (Request(Action.EXTEND, side),), post
+            due = _ends_due(n, {p: len(b) for p, b in blocks.items() if len(b)}, post, anchor)
+            return (
+                *(Request(Action.MEASURE, e) for e in due if e != side),
+                Request(Action.MEASURE if blocks.get(side) else Action.BUILD, side),
+            ), post
+        return (Request(Action.CONFIRM, k, last, amb),), post
     if blocks_left is not None and blocks_left <= 0:
-        return _exhausted(post, unbuildable, locate_at), post
-    counts = {p: len(b) for p, b in blocks.items() if len(b)}
+        return (_exhausted(post, unbuildable, locate_at),), post
     cdf = np.cumsum(post.probs)
-    open_ = [j for j in range(1, n) if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9]
+    # an extended commit at its cap has had its extra rounds: it is asked for nothing more
+    open_ = [
+        j
+        for j in range(1, n)
+        if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
+    ]
     if not open_:
-        return _exhausted(post, unbuildable, locate_at), post
+        return (_exhausted(post, unbuildable, locate_at),), post
     js = np.array(open_)
-    f = cdf[js]
     a = np.full(js.size, post.mu0)
     b = np.full(js.size, post.mu1)
     s = np.full(js.size, math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
@@ -292,19 +389,54 @@ def next_request(
             b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
             s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
             cost[idx] = 1.0
-    value = mixture_bits(f, a, b, s) / cost
+    value = mixture_bits(cdf[js], a, b, s) / cost
     best = int(np.argmax(value))
     if value[best] <= 1e-9:
-        return _exhausted(post, unbuildable, locate_at), post
+        return (_exhausted(post, unbuildable, locate_at),), post
     j = open_[best]
-    # The ends are where the two levels are pinned down: a side's information above is exact only
-    # when its level is known, so an end is measured again once an inside commit has more than
-    # twice its blocks (with a change at position 1 the good level rests on the reference alone)
+    if capped(j):
+        # the commit that decides the boundary had what one commit may cost: it gets more
+        # samples once, as the sequential search extends an undecided probe
+        return (Request(Action.EXTEND, j, value=float(value[best])),), post
+    batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
+    batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts, post, anchor)]
+    cuts = [j]
+    while len(batch) < width:
+        edges = [0, *sorted(cuts), n]
+        lo = np.array([max(e for e in edges if e < p) for p in open_])
+        hi = np.array([min(e for e in edges if e > p) if p not in cuts else p for p in open_])
+        f_lo = cdf[lo]  # cdf[0] = 0: nothing lies at or before the reference
+        mass = cdf[hi] - f_lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(mass > 1e-12, (cdf[js] - f_lo) / mass, 0.0)
+        more = mass * mixture_bits(f, a, b, s) / cost
+        more[[i for i, p in enumerate(open_) if p in cuts or capped(p)]] = 0.0
+        nxt = int(np.argmax(more))
+        if more[nxt] <= 1e-9:
+            break
+        p = open_[nxt]
+        cuts.append(p)
+        batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
+    return tuple(batch), post
+
+
+def _ends_due(n: int, counts: Mapping[int, int], post: Posterior, anchor: bool) -> list[int]:
+    """The ends due for another block.
+
+    The ends are where the two levels are pinned down: a side's information is exact only when
+    its level is known, so an end is measured again once an inside commit has more than twice
+    its blocks (with a change at position 1 the good level rests on the reference alone). Where
+    the data favour a drifting machine (or did earlier in the search: `anchor`) the reference
+    is measured in every round, as the sequential search's paired rounds measure it with every
+    candidate: the good level is then known now, not only as it was at the start, and the
+    drift the report states rests on one commit measured across the whole search."""
+    due = [0] if anchor or post.drift_weight > 0.5 else []
     inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
     for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
-        if counts.get(end, 0) * ENDS_SHARE < inside:
-            return Request(Action.MEASURE, end, value=float(value[best])), post
-    return Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best])), post
+        if end not in due and counts.get(end, 0) * ENDS_SHARE < inside:
+            due.append(end)
+            break
+    return due
 
 
 def _exhausted(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
