@@ -366,3 +366,15 @@ def to_pct(shift: float, direction: Direction) -> float:
 def min_change_shift(min_change_pct: float) -> float:
     """The recipe's minimum meaningful change as an oriented log shift."""
     return math.log1p(min_change_pct / 100.0)
+
+
+def to_shift(pct: float, direction: Direction) -> float:
+    """Signed percent change of the measured value -> oriented log shift (`to_pct` undone)."""
+    raw = math.log1p(pct / 100.0)
+    return raw if direction is Direction.LOWER else -raw
+
+
+def below_minimum(shift: float, min_change_pct: float) -> bool:
+    """A named step whose estimate (oriented log shift) is below the minimum change: it lies in
+    the indifference zone, where naming is allowed and the report says it is below."""
+    return shift < min_change_shift(min_change_pct)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
-from attrib.core.model import RevertStatus, Status, Verdict
+from attrib.core.model import RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
 from attrib.report.sentences import cause_resolve, cause_why
@@ -108,7 +108,18 @@ def resolve_text(u: UnresolvedRange, s: Settings) -> str:
 
 def _culprit_phrase(c: CulpritRecord) -> str:
     amb = f" (or one of {len(c.ambiguous_with)} untestable commits before it)" if c.ambiguous_with else ""
-    return f'"{c.subject}" by {c.author}, **{c.change_pct:+.1f} %** {_fmt_ci(c.ci_pct)} (`{c.commit[:10]}`){amb}'
+    below = ", below the minimum change" if c.below_minimum else ""
+    return f'"{c.subject}" by {c.author}, **{c.change_pct:+.1f} %** {_fmt_ci(c.ci_pct)}{below} (`{c.commit[:10]}`){amb}'
+
+
+def _below_text(c: CulpritRecord, s: Settings) -> str:
+    """Why a culprit smaller than the minimum is named at all: the indifference zone."""
+    zone = f"between ignore_below_pct ({s.ignore_below_pct:g} %) and the minimum" if s.ignore_below_pct is not None else "below it"
+    return (
+        f"- below the minimum: its estimate ({c.change_pct:+.2f} %) is smaller than min_change_pct "
+        f"({s.min_change_pct:g} %). A step {zone} may be named but is not promised; the search put the "
+        "change here, and its size is what the 95 % CI above says"
+    )
 
 
 def headline(result: BisectResult) -> str:
@@ -117,9 +128,10 @@ def headline(result: BisectResult) -> str:
     if status is Status.CULPRIT_FOUND and len(culprits) == 1:
         c = culprits[0]
         amb = f" (or one of {len(c.ambiguous_with)} untestable commits before it)" if c.ambiguous_with else ""
+        below = f", below the minimum change of {result.settings.min_change_pct:g} %" if c.below_minimum else ""
         return (
             f'**Culprit found** in "{c.subject}" by {c.author}: **{c.change_pct:+.1f} %** '
-            f"{_fmt_ci(c.ci_pct)} on `{bench}` (`{c.commit[:10]}`){amb}"
+            f"{_fmt_ci(c.ci_pct)}{below} on `{bench}` (`{c.commit[:10]}`){amb}"
         )
     if status is Status.CULPRIT_FOUND:
         return (
@@ -165,7 +177,7 @@ def _static_diff(diff: Mapping[str, tuple[int, int]]) -> list[str]:
     return out
 
 
-def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status) -> list[str]:
+def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status, settings: Settings) -> list[str]:
     n = f" {index} of {total}" if total > 1 else ""
     # An inconclusive outcome's culprits are the best candidates, not a claim.
     what = "Culprit" if status is Status.CULPRIT_FOUND else "Best candidate"
@@ -179,6 +191,8 @@ def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status) -
         f"{'confirmed' if c.confirmed else 'NOT confirmed'} (verdict {c.confirmation.verdict.value}, "
         f"{c.confirmation.rounds} rounds)",
     ]
+    if c.below_minimum:
+        out.append(_below_text(c, settings))
     if c.posterior is not None:
         line = f"- confidence: posterior probability {c.posterior:.3f} that this exact commit is the change"
         if c.ambiguous_with and c.range_posterior is not None:
@@ -245,14 +259,20 @@ def _raw_counts(result: BisectResult) -> list[str]:
         "",
         f"- alpha {s.alpha}, beta {s.beta}, rounds {s.min_rounds}..{s.max_rounds}, "
         f"minimum change {s.min_change_pct} %, {s.reps} samples per run, seed {s.seed}, "
-        f"executor {s.executor}, jobs {s.jobs}, verify {s.verify}",
+        f"executor {s.executor}, jobs {s.jobs}, verify {s.verify}"
+        + (f", {s.search} search, steps below {s.ignore_below_pct:g} % ignored" if s.ignore_below_pct is not None else ""),
         f"- {result.samples} samples in {result.rounds} rounds, {result.builds} builds "
         f"({result.builds_fresh} fresh, {result.builds_cached} from the cache), {result.wall_s:.1f} s",
     ]
+    cancels = (
+        "the posterior search fits a drift in time to every block, and the confirmation is paired within rounds"
+        if s.search is SearchMethod.POSTERIOR
+        else "every comparison is paired within a round, so this cancels"
+    )
     for d in result.drift:
         out.append(
             f"- drift: the {d.role.value} reference `{d.commit[:10]}` moved {d.change_pct:+.2f} % between its first "
-            f"and last blocks ({d.blocks} blocks); every comparison is paired within a round, so this cancels"
+            f"and last blocks ({d.blocks} blocks); {cancels}"
         )
     excluded = result.excluded_samples
     if excluded:
@@ -351,7 +371,7 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
     elif figure:
         out += [figure, ""]
     for i, c in enumerate(result.culprits, 1):
-        out += _culprit_section(c, i, len(result.culprits), result.status)
+        out += _culprit_section(c, i, len(result.culprits), result.status, result.settings)
     for u in result.unresolved:
         out += [
             f"## Unresolved: `{u.last_good[:10]}`..`{u.first_bad[:10]}` ({len(u.commits)} commits)",

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from attrib.core.model import Cause, DecisionRule, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
+from attrib.core.model import Cause, DecisionRule, Direction, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode
 
-RESULT_SCHEMA = 2
+RESULT_SCHEMA = 3
 
 
 class ResultKind(StrEnum):
@@ -89,6 +89,9 @@ class CulpritRecord:
     posterior: float | None = None
     range_posterior: float | None = None
     size_p: float | None = None  # P(step >= the minimum change | the confirmation)
+    # Its estimate is below min_change_pct: a step in the indifference zone (between
+    # ignore_below_pct and the minimum), named because the search put the change here.
+    below_minimum: bool = False
     revert: RevertRecord | None = None
     reproduce: str = ""
     # From a runner that inspects the built kernels (runners' `evidence`): metric -> (before,
@@ -170,6 +173,8 @@ class Settings:
     executor: str
     jobs: int = 1  # commits proposed per search step (`--jobs`/`--probes`)
     verify: VerifyMode = VerifyMode.CONFIRM
+    search: SearchMethod = SearchMethod.SEQUENTIAL  # `[search] method` (schema 2 knew only the sequential one)
+    ignore_below_pct: float | None = None  # a step this small is never named; None: no zone (the sequential search)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import numpy as np
 
 from attrib import __version__
 from attrib.bisection import Outcome, RevertCheck
-from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyMode
-from attrib.core.stats import TestConfig, to_pct
+from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Verdict, VerifyMode
+from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
@@ -238,6 +238,7 @@ def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff
                 posterior=_prob(c.posterior),
                 range_posterior=_prob(c.range_posterior),
                 size_p=_prob(c.size_p),
+                below_minimum=below_minimum(c.confirmation.estimate.shift, ctx.bench.min_change_pct),
                 revert=_revert(c.revert, direction),
                 reproduce=compare_command(ctx, c.last_good, c.commit),
                 static_diff=None if diff is None or diff.unavailable else dict(diff.changed),
@@ -348,6 +349,9 @@ def build_result(
             executor=ctx.executor,
             jobs=ctx.jobs,
             verify=VerifyMode(ctx.verify),
+            search=ctx.recipe.search_method,
+            # the zone decides only the posterior search; the sequential one sizes steps instead
+            ignore_below_pct=ctx.bench.ignore_pct if ctx.recipe.search_method is SearchMethod.POSTERIOR else None,
         ),
         recipe=RecipeRef(str(ctx.recipe.path), ctx.recipe.name, provenance.recipe_sha256),
         executor=_executor(ctx.executor, ctx.executor_info),
