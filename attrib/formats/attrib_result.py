@@ -18,9 +18,10 @@ from attrib.core.model import Direction
 from attrib.errors import IngestError
 from attrib.formats.result_row import ResultRow
 
-# The result schemas whose rows are read here: both keep `commits[].median`, `unit` and
-# `direction`, and a compare document flat (result/schema.py writes 2, reads 1 and 2).
-SCHEMAS = (1, 2)
+# The result schemas whose rows are read here: all keep `commits[].median`, `unit` and
+# `direction`, and a compare document flat (result/schema.py writes 3, reads 1 to 3; 3 added
+# fields only: settings.search and ignore_below_pct, culprits[].below_minimum).
+SCHEMAS = (1, 2, 3)
 
 
 class AttribDoc(StrEnum):
