@@ -19,8 +19,8 @@ from attrib.errors import IngestError
 from attrib.formats.result_row import ResultRow
 
 # The result schemas whose rows are read here: both keep `commits[].median`, `unit` and
-# `direction`, and a compare document flat (result/schema.py writes 2, reads 1 and 2).
-SCHEMAS = (1, 2)
+# `direction`, and a compare document flat (result/schema.py writes 3, reads 1 to 3).
+SCHEMAS = (1, 2, 3)
 
 
 class AttribDoc(StrEnum):
