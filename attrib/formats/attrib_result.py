@@ -19,8 +19,7 @@ from attrib.errors import IngestError
 from attrib.formats.result_row import ResultRow
 
 # The result schemas whose rows are read here: all keep `commits[].median`, `unit` and
-# `direction`, and a compare document flat (result/schema.py writes 3, reads 1 to 3; 3 added
-# fields only: settings.search and ignore_below_pct, culprits[].below_minimum).
+# `direction`, and a compare document flat (result/schema.py writes 3, reads 1 to 3).
 SCHEMAS = (1, 2, 3)
 
 

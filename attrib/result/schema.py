@@ -11,8 +11,9 @@ document's sentences are kept as a cause of kind `text`); `environment.gpu` is a
 list; optional culprit fields (`static_diff`, `static_diff_unavailable`, `via_merge`...)
 are written as null instead of being left out.
 
-Schema 3 (from schema 2): `settings.search` (the search method) and `settings.ignore_below_pct`
-(the indifference zone's lower edge; null for the sequential search, which had none), and each
+Schema 3 (from schema 2): notes are records (a schema-2 sentence is kept as a note of kind
+`text`); `settings.search` (the search method) and `settings.ignore_below_pct` (the
+indifference zone's lower edge; null for the sequential search, which had none), and each
 culprit's `below_minimum` (its estimate below min_change_pct). A schema-2 document came from the
 sequential search; its culprits' `below_minimum` is computed from their written change.
 """
@@ -106,6 +107,10 @@ def _migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _migrate_2_to_3(doc: dict[str, Any]) -> dict[str, Any]:
+    # Notes were sentences until schema 3; they are kept as notes of kind text.
+    notes = doc.get("notes")
+    if isinstance(notes, list):
+        doc["notes"] = [{"kind": "text", "text": n} if isinstance(n, str) else n for n in notes]
     if doc.get("kind") != ResultKind.BISECT.value:
         return doc
     settings = doc.get("settings")

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from attrib.core.model import Cause, DecisionRule, Direction, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode
+from attrib.core.model import (
+    Cause, DecisionRule, Direction, Note, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode,
+)
 
 RESULT_SCHEMA = 3
 
@@ -294,7 +296,7 @@ class BisectResult:
     builds_cached: int
     build_failures: tuple[BuildFailure, ...]
     comparisons: tuple[ComparisonRecord, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]  # what the search noticed, as data (report/sentences words them)
     unresolved: tuple[UnresolvedRange, ...]
     drift: tuple[DriftRecord, ...]
     excluded_samples: Mapping[str, int]
