@@ -27,6 +27,7 @@ from dataclasses import replace
 
 from attrib.core.model import (
     Cause,
+    DecisionRule,
     Direction,
     NoiseAdvice,
     Note,
@@ -74,7 +75,7 @@ class Bisection:
         paths: Sequence[str] = (),
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
-        method: SearchMethod = SearchMethod.SEQUENTIAL,
+        method: SearchMethod = SearchMethod.POSTERIOR,
     ) -> None:
         self.repo = repo
         self.bench = bench
@@ -113,6 +114,19 @@ class Bisection:
         self.order = [good, *chain]
         self.scope.phase(Step.PREFLIGHT, (bad, good))
         preflight = self.compare(bad, good, Purpose.PREFLIGHT)
+        if (
+            self.method is SearchMethod.POSTERIOR
+            and preflight.verdict is Verdict.INCONCLUSIVE
+            and preflight.rule is not DecisionRule.BUDGET
+            and len(preflight.diffs) >= self.config.max_rounds
+        ):
+            # The zone's test (ignore_below against the minimum) needs more rounds than one of 0
+            # against the minimum: an undecided preflight at the cap goes on, as an undecided
+            # commit at the boundary does, before the outcome may be called inconclusive.
+            self.scope.phase(Step.MORE_SAMPLES, (bad,), 1)
+            (preflight,) = self.evidence.compare(
+                [bad], good, Purpose.EXTEND, self.config.extended(), resume={bad: preflight.diffs}
+            )
         for sha, role in ((good, "good"), (bad, "bad")):
             build = self.evidence.record(sha).build
             if build is not None and not build.ok:

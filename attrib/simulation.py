@@ -192,7 +192,7 @@ def run_simulated(
     min_change_pct: float = 2.0,
     reps: int = 10,
     probes: int = 1,
-    method: str = "sequential",
+    method: str = "posterior",
 ) -> SimOutcome:
     """attrib's real engine on a simulated history: the function benchmarks and tests call."""
     from attrib.bisection import Bisection

@@ -20,15 +20,16 @@ def _load(tmp_path: Path, text: str):
     return load_recipe(path), path
 
 
-def test_defaults_sequential_search_and_half_the_minimum(tmp_path: Path) -> None:
+def test_defaults_posterior_search_and_half_the_minimum(tmp_path: Path) -> None:
     recipe, _ = _load(tmp_path, TOP + BENCH)
-    assert recipe.search_method is SearchMethod.SEQUENTIAL
+    assert recipe.search_method is SearchMethod.POSTERIOR
     assert recipe.benchmarks[0].ignore_pct == 1.5
 
 
-def test_posterior_method_and_an_explicit_ignore_below(tmp_path: Path) -> None:
-    recipe, _ = _load(tmp_path, TOP + '[search]\nmethod = "posterior"\n' + BENCH + "ignore_below_pct = 1\n")
-    assert recipe.search_method is SearchMethod.POSTERIOR
+def test_sequential_method_and_an_explicit_ignore_below(tmp_path: Path) -> None:
+    # the sequential search stays selectable for one release
+    recipe, _ = _load(tmp_path, TOP + '[search]\nmethod = "sequential"\n' + BENCH + "ignore_below_pct = 1\n")
+    assert recipe.search_method is SearchMethod.SEQUENTIAL
     assert recipe.benchmarks[0].ignore_pct == 1.0
 
 

@@ -174,7 +174,8 @@ class VerifyMode(StrEnum):
 
 
 class SearchMethod(StrEnum):
-    """How the search walks a range (`[search] method`); the sequential one stays for a release."""
+    """How the search walks a range (`[search] method`): the posterior by default; the
+    sequential one stays selectable for one release, so before and after come from one run."""
 
     SEQUENTIAL = "sequential"  # one sequential test per probe against fresh reference rounds
     POSTERIOR = "posterior"  # one posterior over the change's position, fed every block (core/posterior.py)

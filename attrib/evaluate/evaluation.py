@@ -306,12 +306,33 @@ class Evaluation:
     def block(self, sha: str) -> bool:
         """One more block of `sha` (built first if need be), in a round of its own: what the
         posterior search asks for one at a time. False when it did not build or the run failed."""
-        if not self.build(sha).ok:
-            return False
-        with self.round_context():  # slurm: a block runs inside an allocation, as a round does
-            result = self.measure(sha)
-        self.rounds += 1
-        return result.ok
+        return self.blocks([sha])[0]
+
+    def blocks(self, shas: Sequence[str]) -> list[bool]:
+        """One more block of each of `shas` in one shared round: built concurrently first (up to
+        build_width), then run once each in a fresh random order, as a comparison's round runs
+        its commits; what parallel probing of the posterior search shortens. Per sha, False when
+        it did not build or its run failed."""
+        todo = list(dict.fromkeys(shas))
+        self.build_all(todo)
+        runnable = [s for s in todo if self.record(s).build is not None and self.record(s).build.ok]  # type: ignore[union-attr]
+        self.rng.shuffle(runnable)
+        ok: dict[str, bool] = {}
+        if runnable:
+            with self.round_context():  # slurm: a round runs inside one allocation
+                ok = {s: self.measure(s).ok for s in runnable}
+            self.rounds += 1
+        return [ok.get(s, False) for s in shas]
+
+    def same_artifact(self, candidate: str, reference: str, purpose: Purpose, verdict: Verdict, twin: str) -> Comparison:
+        """A verdict the search settled with no samples of `candidate`: byte-identical to `twin`,
+        whose blocks are its data (the posterior search's form of the same-artifact verdict)."""
+        return self._keep(
+            Comparison(
+                candidate, reference, purpose, verdict, (), 0.0, 0.0, shift_estimate([0.0]),
+                rule=DecisionRule.SAME_ARTIFACT, same_artifact_as=twin,
+            )
+        )
 
     def levels(self, sha: str) -> tuple[list[float], list[int]]:
         """`sha`'s block levels so far and, per block, the run count when it ran (the drift clock)."""

@@ -159,7 +159,7 @@ class Recipe:
     slurm: SlurmSpec | None = None  # the [slurm] table; None: cluster defaults
     search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
     budget_s: float | None = None  # the recipe's default --budget
-    search_method: SearchMethod = SearchMethod.SEQUENTIAL  # [search] method
+    search_method: SearchMethod = SearchMethod.POSTERIOR  # [search] method
 
     def benchmark(self, name: str | None) -> BenchmarkSpec:
         if name is None:

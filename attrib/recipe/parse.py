@@ -336,7 +336,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
         search_paths=tuple(search_t.get("paths", ())),
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
-        search_method=SearchMethod(search_t.get("method", SearchMethod.SEQUENTIAL.value)),
+        search_method=SearchMethod(search_t.get("method", SearchMethod.POSTERIOR.value)),
     )
 
 

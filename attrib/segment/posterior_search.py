@@ -1,7 +1,8 @@
 """The posterior search of one segment (the default, `[search] method = "posterior"`).
 
 Every block of every commit of the segment enters one posterior (core/posterior.py), which
-asks for the next block or build by expected information per unit of cost; when one position
+asks for the next blocks or builds by expected information per unit of cost (with `--jobs`
+k, up to k of them, built concurrently and measured in one shared round); when one position
 holds the posterior it is confirmed, culprit^ against culprit in paired rounds, under the
 indifference zone. A confirmation's rounds are blocks of both commits: one that disagrees
 moves the posterior and the search goes on.
@@ -10,9 +11,11 @@ moves the posterior and the search goes on.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from attrib.core import posterior as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
+from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import Scope
@@ -27,20 +30,39 @@ class PosteriorSearch:
         self.scope = scope
         self.tau = ignore / TAU_PER_IGNORE
         self.failures: dict[str, list[bool]] = {}  # per measured commit: whether each run produced a block
+        self.twins: set[str] = set()  # commits placed by a byte-identical twin's blocks, said once
 
     def _levels(self, sha: str) -> tuple[list[float], list[int]]:
         return self.scope.evidence.levels(self.scope.evidence.stand_in(sha))
 
-    def _measure_block(self, sha: str) -> bool:
-        """One more block of `sha` (its byte-identical stand-in's); False once it is hopeless."""
+    def _round(self, shas: list[str], fresh: set[str]) -> set[str]:
+        """One shared round: a block of each of `shas` (their byte-identical stand-ins'), built
+        concurrently first; returns those that are hopeless (did not build, or fail as often as
+        they run). One of `fresh` (asked to be built) that turns out byte-identical to a
+        measured commit needs no block of its own: its twin's blocks are its data already."""
         ev = self.scope.evidence
-        if not ev.build(sha).ok:
-            return False
-        target = ev.stand_in(sha)
-        runs = self.failures.setdefault(target, [])
-        runs.append(ev.block(target))
-        fails = runs.count(False)
-        return not (fails >= MAX_FAILED_RUNS and fails > runs.count(True))
+        lost = {s for s in shas if not ev.build(s).ok}  # Evidence.blocks builds them concurrently
+        targets = [s for s in shas if s not in lost and not (s in fresh and ev.stand_in(s) != s)]
+        runs = dict(zip(targets, ev.blocks([ev.stand_in(s) for s in targets]), strict=True))
+        for sha, ok in runs.items():
+            record = self.failures.setdefault(ev.stand_in(sha), [])
+            record.append(ok)
+            fails = record.count(False)
+            if fails >= MAX_FAILED_RUNS and fails > record.count(True):
+                lost.add(sha)
+        return lost
+
+    def _extend(self, sha: str, reference: str) -> int:
+        """More samples for a commit at its cap that still decides the boundary: paired rounds
+        against the segment's reference, at least as many as the blocks the cap gave it and up
+        to EXTEND_FACTOR times that (the sequential search extends an undecided probe as far);
+        its rounds are blocks of both. Returns the blocks it cost."""
+        scope = self.scope
+        at = scope.config.max_rounds
+        config = replace(scope.config, min_rounds=at, known_min_rounds=at, max_rounds=at * EXTEND_FACTOR)
+        scope.phase(Step.MORE_SAMPLES, (sha,), 1)
+        (comp,) = scope.compare([sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config, placed_against=reference)
+        return 2 * len(comp.diffs)
 
     def _data(self, positions: list[str]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
         levels = [self._levels(sha) for sha in positions]
@@ -54,25 +76,34 @@ class PosteriorSearch:
         n = len(chain)
         self.failures = {}
         unbuildable: set[int] = set()
+        extended: set[int] = set()
         cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
-        spent, retries = 0, 0
+        spent, retries, anchor = 0, 0, False
         scope.phase(Step.LOCATING, (reference,), n)
         for end in (0, n):  # a merge's side line: its ends may not be measured yet
             while len(self._levels(positions[end])[0]) < scope.config.min_rounds:
-                if not self._measure_block(positions[end]):
+                if self._round([positions[end]], set()):
                     raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
         while True:
             blocks, times = self._data(positions)
-            req, post = locate.next_request(
-                n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times
-            )
+            reqs, post = locate.next_requests(
+                n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times,
+                width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended), anchor=anchor,
+            )  # fmt: skip
+            anchor = anchor or post.drift_weight > 0.5  # once drifting, the reference stays in every round
             if ev.out_of_time:
                 lo, hi = self._credible_range(post)
                 return OutOfTime(lo, hi)
+            req = reqs[0]
             if req.action in (locate.Action.MEASURE, locate.Action.BUILD):
-                if not self._measure_block(positions[req.position]):
-                    unbuildable.add(req.position)
-                spent += 1
+                fresh = {positions[r.position] for r in reqs if r.action is locate.Action.BUILD}
+                lost = self._round([positions[r.position] for r in reqs], fresh)
+                unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
+                spent += len(reqs)
+                continue
+            if req.action is locate.Action.EXTEND:
+                extended.add(req.position)
+                spent += self._extend(positions[req.position], reference)
                 continue
             self._place(positions, post, unbuildable)
             k, last = req.position, req.last_good
@@ -95,7 +126,8 @@ class PosteriorSearch:
                 return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
             if confirm.verdict is Verdict.GOOD and held >= locate.DEFAULT_LOCATE_AT:
                 # the change is here, and the paired rounds put it at or near the ignored size
-                return SmallerStep(culprit, last_good, confirm, math.nan)
+                size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
+                return SmallerStep(culprit, last_good, confirm, size)
             retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
             scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
 
@@ -104,7 +136,10 @@ class PosteriorSearch:
         return req.last_good, req.position
 
     def _place(self, positions: list[str], post: locate.Posterior, unbuildable: set[int]) -> None:
-        """Verdicts for the report: each measured commit's side where the posterior settles it."""
+        """Verdicts for the report: each measured commit's side where the posterior settles it.
+        A commit byte-identical to a measured one was placed by its twin's blocks, with no
+        samples of its own: it says so, as the sequential search's same-artifact verdicts do."""
+        ev = self.scope.evidence
         for i, sha in enumerate(positions[1:-1], start=1):
             if i in unbuildable:
                 self.scope.verdicts[sha] = (positions[0], Verdict.SKIP)
@@ -112,3 +147,7 @@ class PosteriorSearch:
                 f = post.below(i)
                 side = Verdict.BAD if f >= 0.99 else Verdict.GOOD if f <= 0.01 else Verdict.INCONCLUSIVE
                 self.scope.verdicts[sha] = (positions[0], side)
+                twin = ev.stand_in(sha)
+                if twin != sha and sha not in self.twins:
+                    self.twins.add(sha)
+                    ev.same_artifact(sha, positions[0], Purpose.PROBE, side, twin)

@@ -1,8 +1,9 @@
 """The one small protocol between the search and the evaluation stage, and what the driver and
 its segment searches share while they run.
 
-`Evidence` is everything the search may ask of the evaluation stage: build, one more block,
-the levels measured so far, a comparison in shared rounds, and, at the end, the account of
+`Evidence` is everything the search may ask of the evaluation stage: build, one more block (or
+one shared round of blocks of several commits), the levels measured so far, a comparison in
+shared rounds, a verdict a byte-identical commit settles, and, at the end, the account of
 what was measured. evaluate/evaluation.Evaluation is its implementation; the search never
 reaches past it (no runner, builder or clock of its own).
 """
@@ -34,6 +35,8 @@ class Evidence(Protocol):
     def build(self, sha: str) -> BuildRecord: ...
     def stand_in(self, sha: str) -> str: ...
     def block(self, sha: str) -> bool: ...
+    def blocks(self, shas: Sequence[str]) -> list[bool]: ...
+    def same_artifact(self, candidate: str, reference: str, purpose: Purpose, verdict: Verdict, twin: str) -> Comparison: ...
     def levels(self, sha: str) -> tuple[list[float], list[int]]: ...
     def compare(
         self,
