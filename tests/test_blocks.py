@@ -123,3 +123,17 @@ def test_a_runner_that_cannot_change_its_size_keeps_it():
     noise = NoiseModel("gaussian", sigma=0.002, between=0.01)
     hist, runner, out = _bisect(noise, overhead=0.0, per_sample=0.0)  # SimRunner without costs: not resizable
     assert out.blocks is not None and out.blocks.reason is BlockReason.FIXED and runner.reps == 10
+
+
+def test_the_report_says_a_changed_size_and_keeps_quiet_about_a_kept_one(tmp_path):
+    from dataclasses import replace
+
+    from sim_results import simulated_result
+
+    from attrib.report.markdown import render
+
+    result = simulated_result("culprit", tmp_path)
+    chosen = BlockChoice(10, 4, BlockReason.CHOSEN, 0.002, 0.01, 0.005, 0.05, 0.55)
+    text = render(replace(result, blocks=chosen))
+    assert "samples per run: 4 instead of 10" in text and "about 55% less time to a decision predicted" in text
+    assert "samples per run:" not in render(replace(result, blocks=replace(chosen, reps=10, reason=BlockReason.FIXED)))
