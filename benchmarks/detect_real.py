@@ -144,10 +144,14 @@ class TcpdScore:
     placement: list[int] = field(default_factory=list)  # |reported - annotated| of matched pairs
 
 
+# TCPDBench's "zero" method: no change anywhere, the reference a cover figure is read against
+TCPD_DETECTORS: dict[str, Detector] = {**DETECTORS, "zero (no change reported)": lambda v, d: []}
+
+
 def run_tcpd(series: list[TcpdSeries]) -> dict[str, TcpdScore]:
-    scores = {name: TcpdScore() for name in DETECTORS}
+    scores = {name: TcpdScore() for name in TCPD_DETECTORS}
     for s in series:
-        for name, det in DETECTORS.items():
+        for name, det in TCPD_DETECTORS.items():
             t0 = time.perf_counter()
             found = det(s.values, Direction.LOWER)
             scores[name].seconds += time.perf_counter() - t0
@@ -395,6 +399,17 @@ def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall
         lines += ["", "Per series (attrib): F1 / cover / reported", ""]
         att = tcpd_scores["attrib"].per_series
         lines.append(" ".join(f"{k} {f:.2f}/{c:.2f}/{r};" for k, (f, c, r) in att.items()))
+        zero = tcpd_scores["zero (no change reported)"].per_series
+        annotated = {t.name for t in tcpd if any(t.annotations.values())}
+        silent = [k for k, (_, _, r) in att.items() if r == 0 and k in annotated]
+        lines += [
+            "",
+            f"attrib reports no change on {len(silent)} annotated series ({', '.join(silent)}): there its cover is "
+            f"the zero row's, {np.mean([zero[k][1] for k in silent]):.3f} on average; on the other "
+            f"{len(att) - len(silent)} series attrib's mean cover is "
+            f"{np.mean([c for k, (_, c, _) in att.items() if k not in silent]):.3f} (zero: "
+            f"{np.mean([zero[k][1] for k in att if k not in silent]):.3f}).",
+        ]
         lines.append("")
     if realise is None:
         lines += [f"### Perfherder (REALISE-Performance): not measured ({args.realise_why})", ""]
