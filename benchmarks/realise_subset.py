@@ -17,10 +17,11 @@ listed in `all_best_default/<id>/default_mozilla/default_mozilla.json` (2 pages 
 characters, 3 where the first two held no alert; located by the alert's row index): whole lines
 only, the partial line at each end dropped. 3776945 was left out after one page: it is the
 sibling metric of 3776942 on the same pushes (imdb ContentfulSpeedIndex beside SpeedIndex), its
-first listed alert (row 196) where 3776942's is (row 195). The file was read through
-a 16,000-character reader (the repository, 559 MB, was too large to clone here), so the number
-of windows is what that allowed: 10 windows, 767 pushes, 9 alerts (5 valid, 4 invalid), plus
-the window of 3777002 where its listed alert did not fall (no alert in it).
+first listed alert (row 196) where 3776942's is (row 195). The files were read through a
+16,000-character reader (the repository, 559 MB, was too large to clone here), so the number of
+windows is what that allowed: 12 windows, 915 pushes, 11 alerts (7 valid, 4 invalid), one of
+them the window of 3777002 where its listed alert did not fall (no alert in it). One more page
+was read and not used: 3776847 characters 668000-684000, right after a window, no alert in it.
 
 Columns kept (names as in the dataset): revision (first 12 hex), value, push_timestamp,
 push_id, lower_is_better, alert_id (the alert summary), alert_prev_push_id (the push before the
@@ -54,8 +55,10 @@ WINDOWS = [
     ("3776849", 634400, 682400, "f8b51df8f02749058f633fedafabfa8424dddc1477b7e504323fc56e7180e47a"),
     ("3776849", 742000, 774000, "a7ab2370bf618a84687350e6c6108ff967da2ae495c966272b905679250eea5f"),
     ("3776849", 836000, 868000, "007bf3a54f54db2b8c48500f3c30638e34a2854a9c90e2664545eef597b52180"),
+    ("3776849", 1036000, 1068000, "3b9a61a15411497aec70ff1b09e3d515a55200758f6b462adfd8343a2995c57d"),
     ("3776942", 65000, 97000, "06694437a9bd636b7962346e38e253a16e7b7eeb7cc17f7aeb803c66df458cb0"),
     ("3776942", 324400, 356400, "ab5f5f56b5a8b84b57bb68cf7a4689d8cfad0894efad3743b1c00ea9770c62eb"),
+    ("3776942", 643000, 675000, "0006c47b67af2d0d1cc5fde18da8bce26c2374d946d7d4be4a371db9f19ec4c0"),
     ("3776959", 380000, 412000, "4e4bd5d9e69816393de571add65400c97e9228ee4441b6008844bae7194e2292"),
     ("3777002", 416000, 448000, "3d64c18e2f7994dde6f5a159b1fe375dcb3bad3cf3bb07af199637b18fc82d90"),
 ]
