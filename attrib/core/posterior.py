@@ -51,6 +51,7 @@ DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, comp
 DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
 IRLS_STEPS = 6
 WINSOR_SIGMAS = 2.5
+BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
 ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
@@ -378,7 +379,12 @@ def next_requests(
     a = np.full(js.size, post.mu0)
     b = np.full(js.size, post.mu1)
     s = np.full(js.size, math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
-    cost = np.full(js.size, float(build_cost))
+    # A build break usually spans several commits: one d commits from an unbuildable commit is
+    # broken with a chance that falls with d, so its build costs 1 + BREAK_SPAN / d in
+    # expectation, and the search steps away from a break instead of walking through it one
+    # failed build at a time.
+    near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
+    cost = np.array([build_cost * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
     for idx, j in enumerate(open_):
         if j in counts:
             # its next block: the commit's latent level given its own blocks, on either side

@@ -113,6 +113,10 @@ class PosteriorSearch:
             confirm = scope.compare_one(culprit, ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming())
             if confirm.rule is DecisionRule.BUDGET:
                 return OutOfTime(last, k)
+            # the zone decided the confirmation; its size, P(step >= the minimum), is still what
+            # the result reports beside the estimate
+            size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
+            confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
             blocks, times = self._data(positions)
             after = locate.posterior(n, blocks, tau=self.tau, times=times)
             held = sum(after.probs[last + 1 : k + 1])
@@ -127,7 +131,6 @@ class PosteriorSearch:
                 return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
             if confirm.verdict is Verdict.GOOD and held >= locate.DEFAULT_LOCATE_AT:
                 # the change is here, and the paired rounds put it at or near the ignored size
-                size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
                 return SmallerStep(culprit, last_good, confirm, size)
             retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
             scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
