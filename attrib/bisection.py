@@ -189,7 +189,9 @@ class Bisection:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
             end = chain[-1]
-            test = known_bad or self.compare(end, self.evidence.stand_in(reference), Purpose.REMAINING)
+            # the posterior search measures byte-identical commits once: the end by its stand-in too
+            measured_end = self.evidence.stand_in(end) if self.method is SearchMethod.POSTERIOR else end
+            test = known_bad or self.compare(measured_end, self.evidence.stand_in(reference), Purpose.REMAINING)
             known_bad = None
             if test.verdict is not Verdict.BAD:
                 if test.verdict is Verdict.INCONCLUSIVE:

@@ -260,6 +260,9 @@ class Evaluation:
                 and c.candidate != cand
                 and c.purpose in _SHAREABLE
                 and c.verdict in (Verdict.GOOD, Verdict.BAD)
+                # a verdict with no rounds behind it (the posterior search's placement of a twin)
+                # settles nothing else: identity with the reference is the branch above
+                and not (c.same_artifact_as and not c.diffs)
                 and self.artifact(c.candidate) == art
             ):
                 if purpose is Purpose.RETEST:

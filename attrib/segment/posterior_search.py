@@ -110,7 +110,10 @@ class PosteriorSearch:
             k, last = req.position, req.last_good
             culprit, last_good = positions[k], positions[last]
             scope.phase(Step.CONFIRMING, (culprit, last_good))
-            confirm = scope.compare_one(culprit, ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming())
+            # both sides by their measured stand-ins: the same bytes, and no binary measured twice
+            confirm = scope.compare_one(
+                ev.stand_in(culprit), ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming()
+            )
             if confirm.rule is DecisionRule.BUDGET:
                 return OutOfTime(last, k)
             # the zone decided the confirmation; its size, P(step >= the minimum), is still what
