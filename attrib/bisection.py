@@ -41,7 +41,7 @@ from attrib.core.model import (
     UnresolvedCause,
     Verdict,
 )
-from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
+from attrib.core.stats import TestConfig, min_change_shift, remaining_upper, resolvable_change, to_pct, truncation_rounds
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
@@ -106,6 +106,9 @@ class Bisection:
         self.untouched: list[str] = []
         self.order: list[str] = []
         self.unresolved: list[Unresolved] = []
+        self.total: Comparison | None = None  # the preflight: the whole change
+        self.found: list[Comparison] = []  # each located step's confirmation
+        self.said_nothing_left = False
 
     def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
         return self.scope.compare_one(candidate, reference, purpose, config)
@@ -146,6 +149,7 @@ class Bisection:
             cause = Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=len(preflight.diffs), change_pct=change)
             self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
             return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
+        self.total = preflight
         culprits = self.find_culprits(chain, good, preflight)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
@@ -188,6 +192,8 @@ class Bisection:
             if self.evidence.out_of_time:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
+            if known_bad is None and self._nothing_left():
+                break
             end = chain[-1]
             # the posterior search measures byte-identical commits once: the end by its stand-in too
             measured_end = self.evidence.stand_in(end) if self.method is SearchMethod.POSTERIOR else end
@@ -206,14 +212,32 @@ class Bisection:
                 size_p = found.size_p if math.isfinite(found.size_p) else None
                 self.scope.note(Note(NoteKind.SMALLER_STEP, (found.commit,), value=size_p))
             mark = len(culprits)
+            inner = [found] if isinstance(found, SmallerStep) else self.descend(found)
+            if inner == [found]:  # a merge's inner culprits counted their own steps
+                self.found.append(found.confirmation)
             if not isinstance(found, SmallerStep):
-                culprits.extend(self.descend(found))
+                culprits.extend(inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it
                 # is searched too, when its end is still worse than the reference
                 culprits[mark:mark] = self.find_culprits(chain[: chain.index(found.last_good) + 1], reference, None)
             reference, chain = found.commit, chain[chain.index(found.commit) + 1 :]
         return culprits
+
+    def _nothing_left(self) -> bool:
+        """The posterior search: whether the steps found so far leave of the preflight's change
+        less than the minimum at P >= 1 - beta (core/stats.remaining_upper); then no further
+        range is searched, before or after them, and the note says so once."""
+        if self.method is not SearchMethod.POSTERIOR or self.total is None or not self.found:
+            return False
+        if self.said_nothing_left:
+            return True
+        upper = remaining_upper(self.total.diffs, [c.diffs for c in self.found], self.config.beta)
+        if upper >= min_change_shift(self.bench.min_change_pct):
+            return False
+        self.said_nothing_left = True
+        self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, self.bench.direction)))
+        return True
 
     def _budget_spent(self, chain: Sequence[str], reference: str, left: OutOfTime) -> None:
         """The deadline passed: record the smallest range proved so far and what finishing costs."""

@@ -175,3 +175,14 @@ def test_a_drifting_machine_measures_the_reference_in_every_round():
     # having seen drift earlier in the search (`anchor`) keeps the reference in the round
     anchored, _ = next_requests(20, flat, tau=0.125, times=times, anchor=True)
     assert anchored[0].position == 0 and flat_reqs[0].position != 0
+
+
+def test_a_build_break_is_stepped_away_from_not_walked_through():
+    # the middle commit did not build: its neighbours are likely broken too, so the next build
+    # is further out than the one just beside it
+    rng = np.random.default_rng(8)
+    blocks = {0: list(rng.normal(0, 1, 4)), 64: list(rng.normal(3, 1, 4))}
+    first, _ = next_request(64, blocks, tau=0.125)
+    assert first.action is Action.BUILD
+    nxt, _ = next_request(64, blocks, tau=0.125, unbuildable=frozenset({first.position}))
+    assert nxt.action is Action.BUILD and abs(nxt.position - first.position) > 1

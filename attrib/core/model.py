@@ -112,6 +112,9 @@ class NoteKind(StrEnum):
     CONFIRMATION_DISAGREED = "confirmation_disagreed"  # commits[1] -> commits[0]: the search went on
     OUT_OF_TIME = "out_of_time"  # `count` commits open after commits[0]; value = seconds to settle, if known
     MERGE_ITSELF = "merge_itself"  # the merge commits[0] causes it: its second parent alone does not
+    # the culprits found account for the whole change: what remains is below the minimum at
+    # P >= 1 - beta (value = its upper bound in percent), so no further range was searched
+    NOTHING_LEFT = "nothing_left"
     TEXT = "text"  # a note of a result written before notes were structured (schema <= 2): `text`
 
 

@@ -368,6 +368,20 @@ def min_change_shift(min_change_pct: float) -> float:
     return math.log1p(min_change_pct / 100.0)
 
 
+def remaining_upper(total: Sequence[float], found: Sequence[Sequence[float]], beta: float) -> float:
+    """The (1 - beta) upper bound of what the culprits found leave of the whole change: the mean
+    of the preflight's paired shifts minus the means of each confirmation's, with their standard
+    errors added in quadrature (independent paired tests, so drift cancels in each). Below the
+    minimum, a further step >= the minimum exists with probability < beta: searching for it
+    again would be the zone's test repeated at a cost of many rounds (`remaining` of issue 19)."""
+    sets = [np.asarray(total, dtype=float), *(np.asarray(f, dtype=float) for f in found)]
+    if any(s.size < 2 for s in sets):
+        return math.inf
+    rest = float(sets[0].mean()) - sum(float(f.mean()) for f in sets[1:])
+    se = math.sqrt(sum(float(s.var(ddof=1)) / s.size for s in sets))
+    return rest + NormalDist().inv_cdf(1 - beta) * se
+
+
 def to_shift(pct: float, direction: Direction) -> float:
     """Signed percent change of the measured value -> oriented log shift (`to_pct` undone)."""
     raw = math.log1p(pct / 100.0)

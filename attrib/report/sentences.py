@@ -95,6 +95,12 @@ def note_text(note: Note) -> str:
     match note.kind:
         case NoteKind.NO_COMMIT_TOUCHES:
             return f"no commit after {c[0]} touches {', '.join(note.paths)}"
+        case NoteKind.NOTHING_LEFT:
+            bound = "" if note.value is None else f" (at most {note.value:+.2f} % at 99 %)"
+            return (
+                "the culprits found account for the whole change: what remains of the preflight's change"
+                f"{bound} is below the minimum, so no further range was searched"
+            )
         case NoteKind.REMAINDER_UNDECIDED:
             return f"whether {c[0]} is worse than {c[1]} stayed undecided; a further small culprit after it cannot be ruled out"
         case NoteKind.SMALLER_STEP:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from attrib.core import posterior as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
-from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
+from attrib.core.stats import DRIFT_MIN_BLOCKS, EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import Scope
@@ -107,6 +107,11 @@ class PosteriorSearch:
                 spent += self._extend(positions[req.position], reference)
                 continue
             self._place(positions, post, unbuildable)
+            if anchor:
+                # the machine drifts: the reference is measured until its drift can be stated
+                # (a few blocks; the report says how far it moved during the search)
+                while len(self._levels(reference)[0]) < DRIFT_MIN_BLOCKS and not self._round([reference], set()):
+                    pass
             k, last = req.position, req.last_good
             culprit, last_good = positions[k], positions[last]
             scope.phase(Step.CONFIRMING, (culprit, last_good))
