@@ -48,3 +48,21 @@ def test_unbuildable_commits_before_the_culprit_are_its_ambiguous_range():
     assert out.culprits == (hist.main[20],)
     assert set(out.ambiguous[0]) == {hist.main[18], hist.main[19]}
     assert out.status == "culprit_found"  # as the sequential search: named with its range
+
+
+def test_a_culprit_that_explains_the_whole_change_ends_the_search_without_remaining_checks():
+    # one clear step: the preflight minus its confirmation leaves less than the minimum, so no
+    # range before or after it is searched again (and the second culprit case still finds both)
+    from attrib.core.model import NoteKind, Purpose
+    from attrib.core.stats import remaining_upper
+
+    out = run_simulated(linear_history(60, {30: 8.0}), NoiseModel("gaussian", sigma=0.01), 7, min_change_pct=MIN)
+    assert list(out.culprits) == ["c030"]
+    assert any(n.kind is NoteKind.NOTHING_LEFT for n in out.outcome.notes)
+    assert not any(c.purpose is Purpose.REMAINING for c in out.outcome.comparisons)
+    two = run_simulated(linear_history(60, {20: 6.0, 45: 6.0}), NoiseModel("gaussian", sigma=0.01), 7, min_change_pct=MIN)
+    assert list(two.culprits) == ["c020", "c045"]
+    # the bound itself: nothing found leaves the whole change; too few shifts decide nothing
+    assert remaining_upper([0.05, 0.06, 0.04], [], 0.01) > 0.05
+    assert remaining_upper([0.05, 0.06, 0.04], [[0.05, 0.05, 0.05]], 0.01) < 0.05
+    assert remaining_upper([0.05], [[0.05, 0.05]], 0.01) == float("inf")
