@@ -276,6 +276,11 @@ class Evaluation:
                 )
         return None
 
+    def note_traps(self, a: str, b: str) -> None:
+        """Two commits the search found at one level: if their artifacts differ only by a known
+        trap (a timestamp, a build path), say so, as a comparison of the two would."""
+        self._note_traps(a, b)
+
     def _note_traps(self, a: str, b: str) -> None:
         """Differing artifacts: say so once per pair when the difference is a known trap."""
         pair = frozenset((a, b))

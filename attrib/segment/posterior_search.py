@@ -159,6 +159,9 @@ class PosteriorSearch:
                 f = post.below(i)
                 side = Verdict.BAD if f >= 0.99 else Verdict.GOOD if f <= 0.01 else Verdict.INCONCLUSIVE
                 self.scope.verdicts[sha] = (positions[0], side)
+                # placed at an end's level: byte-different builds of one program say why
+                if side is not Verdict.INCONCLUSIVE:
+                    ev.note_traps(sha, positions[0] if side is Verdict.GOOD else positions[-1])
                 twin = ev.stand_in(sha)
                 if twin != sha and sha not in self.twins:
                     self.twins.add(sha)
