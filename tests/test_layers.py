@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("attrib", "attrib.core", "attrib.errors")),
     (
         "shared data and edges",
-        ("attrib.events", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
+        ("attrib.events", "attrib.codec", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
          "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http"),
     ),  # fmt: skip
     ("evaluate", ("attrib.evaluate",)),

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from attrib.core.model import BlockStatistic, Direction, SearchMethod
-from attrib.errors import RecipeError
+from attrib.errors import ConfigError
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.slurm import SlurmSpec
 
@@ -165,10 +165,10 @@ class Recipe:
         if name is None:
             if len(self.benchmarks) > 1:
                 names = ", ".join(b.name for b in self.benchmarks)
-                raise RecipeError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
+                raise ConfigError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
             return self.benchmarks[0]
         for bench in self.benchmarks:
             if bench.name == name:
                 return bench
         names = ", ".join(b.name for b in self.benchmarks)
-        raise RecipeError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")
+        raise ConfigError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")

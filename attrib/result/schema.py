@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attrib.codec import decode, encode
 from attrib.errors import FieldError, ResultFormatError
-from attrib.result.codec import decode, encode
 from attrib.result.types import (
     RESULT_SCHEMA,
     BisectResult,
