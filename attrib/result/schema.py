@@ -22,6 +22,7 @@ from typing import Any
 
 from attrib.codec import decode, encode
 from attrib.errors import FieldError, ResultFormatError
+from attrib.evaluate.executors.base import ExecutorKind
 from attrib.result.types import (
     RESULT_SCHEMA,
     BisectResult,
@@ -33,16 +34,10 @@ from attrib.result.types import (
     ResultKind,
 )
 
-_EXECUTOR_KNOWN = ("image", "image_id", "digests", "gpus")
-
 
 def _flat_executor(ex: ExecutorInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": ex.name}
-    for key in _EXECUTOR_KNOWN:
-        value = getattr(ex, key)
-        if value not in (None, ()):
-            out[key] = encode(value)
-    return {**out, **encode(ex.extra)}
+    # `name` beside the description's keys, as every schema has written it
+    return {"name": ex.name.value, **(encode(ex.description) if ex.description is not None else {})}
 
 
 def _flat_environment(env: Environment) -> dict[str, Any]:
@@ -104,9 +99,10 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate
 
 def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
     ex = doc.get("executor")
-    if isinstance(ex, dict):
-        known = {k: ex[k] for k in ("name", *_EXECUTOR_KNOWN) if k in ex}
-        doc["executor"] = {**known, "extra": {k: v for k, v in ex.items() if k not in known}}
+    if isinstance(ex, dict) and ex.get("name") in tuple(ExecutorKind):
+        # the flat keys are the description of the executor `name` says (ExecutorInfo's field
+        # of that name); a wrong name is left for the decoder to name
+        doc["executor"] = {"name": ex["name"], ex["name"]: {k: v for k, v in ex.items() if k != "name"}}
     env = doc.get("environment")
     if isinstance(env, dict):
         doc["environment"] = {"gpu": env.get("gpu", []), "extra": {k: v for k, v in env.items() if k != "gpu"}}
@@ -142,7 +138,16 @@ def from_json(data: Any, source: object = "result") -> Result:
         result: BisectResult = decode(BisectResult, _unflatten(doc))
         return result
     except FieldError as exc:
-        raise ResultFormatError(source, exc.path, exc.expected) from None
+        raise ResultFormatError(source, _flat_path(exc.path), exc.expected) from None
+
+
+def _flat_path(path: str) -> str:
+    """The field as the document spells it: `executor.slurm.rounds[0]` is `executor.rounds[0]`."""
+    for kind in ExecutorKind:
+        for inner in (f"executor.{kind.value}.", f"executor.{kind.value}"):
+            if path.startswith(inner):
+                return "executor" + ("." if inner.endswith(".") else "") + path[len(inner):]
+    return path
 
 
 def load_result(path: Path) -> Result:

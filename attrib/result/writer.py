@@ -25,6 +25,7 @@ from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyM
 from attrib.core.stats import TestConfig, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
@@ -73,7 +74,7 @@ class RunContext:
     builds_fresh: int
     jobs: int = 1
     verify: VerifyMode = VerifyMode.CONFIRM
-    executor_info: Mapping[str, object] | None = None
+    executor_info: ExecutorDescription | None = None  # the executor's own (Executor.describe)
 
 
 @dataclass(frozen=True)
@@ -196,18 +197,8 @@ def compare_command(ctx: RunContext, reference: str, candidate: str) -> str:
     return shlex.join(argv)
 
 
-def _executor(name: str, info: Mapping[str, Any] | None) -> ExecutorInfo:
-    info = dict(info or {})
-    digests = info.pop("digests", None) or ()
-    gpus = info.pop("gpus", None)
-    return ExecutorInfo(
-        name=name,
-        image=info.pop("image", None),
-        image_id=info.pop("image_id", None),
-        digests=tuple(str(d) for d in digests),  # type: ignore[attr-defined]
-        gpus=None if gpus is None else bool(gpus),
-        extra=info,
-    )
+def _executor(name: str, info: ExecutorDescription | None) -> ExecutorInfo:
+    return ExecutorInfo.of(ExecutorKind(name), info)
 
 
 def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff]) -> tuple[CulpritRecord, ...]:
