@@ -52,7 +52,7 @@ class ResultFormatError(InputError):
     def __init__(self, source: object, field: str, expected: str) -> None:
         where = f"{source}: field '{field}'" if field else f"{source}"
         super().__init__(f"{where}: {expected}")
-        self.source, self.field = source, field
+        self.source, self.field, self.expected = source, field, expected
 
 
 class ReferenceFailed(AttribError):

@@ -235,7 +235,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
             p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
         )
         comp = driver.compare(p.bad, p.good, Purpose.COMPARE)
-    # medians: a comparison is a pair of history points (formats/attrib_result.py)
+    # medians: a comparison is a pair of history points (history/attrib_result.py)
     records = driver.evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
     return compare_result(comp, p.bench, medians)

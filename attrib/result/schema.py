@@ -109,6 +109,22 @@ def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def document_kind(data: Any) -> ResultKind | None:
+    """Which of attrib's documents `data` says it is, without reading it (from_json does that):
+    None when it is none of them. For telling attrib's JSON from other formats (history ingestion)."""
+    if not isinstance(data, dict):
+        return None
+    schema = data.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int) or not 1 <= schema <= RESULT_SCHEMA:
+        return None
+    if schema == 1:  # no `kind` yet: the fields tell, as in _migrate_1_to_2
+        if "status" in data and "commits" in data:
+            return ResultKind.BISECT
+        return ResultKind.COMPARE if "candidate" in data and "verdict" in data else None
+    kind = data.get("kind")
+    return ResultKind(kind) if kind in tuple(ResultKind) else None
+
+
 def from_json(data: Any, source: object = "result") -> Result:
     """The typed result of a document attrib wrote, of any schema it wrote; ResultFormatError
     (exit 2) naming `source` and the field otherwise."""

@@ -348,7 +348,7 @@ class CompareResult:
 
     benchmark: str
     comparison: ComparisonRecord
-    # What makes a comparison a pair of history points (formats/attrib_result.py): the unit,
+    # What makes a comparison a pair of history points (history/attrib_result.py): the unit,
     # the direction and each side's median (sha -> value); empty in documents written before.
     unit: str = ""
     direction: str = ""
