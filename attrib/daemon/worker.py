@@ -29,7 +29,7 @@ from attrib.daemon.store import Job, Store
 from attrib.errors import AttribError, JobStopped, StateError
 from attrib.fsutil import atomic_write_text
 from attrib.report.markdown import write_report
-from attrib.result import BisectResult, dump, to_json
+from attrib.result import BisectResult, dump
 
 log = logging.getLogger("attrib.daemon")
 
@@ -126,7 +126,7 @@ class Worker(threading.Thread):
             recorder.phase(f"finished: {result.status.value}")
             filing = self.write_outputs(job, result)
             self.store.finish(
-                job.id, self.owner, JobState.DONE, result=to_json(result), filing=filing, note=result.status.value
+                job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result.status.value
             )
             log.info("job %s: done: %s", job.id, result.status.value)
         except JobStopped as stop:
