@@ -14,7 +14,7 @@ from attrib.bisection import Bisection, Outcome, Reverter
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
-from attrib.evaluate.builds import Builder
+from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
@@ -124,7 +124,7 @@ class Tools:
 
     executor: Executor
     mirror: Mirror
-    builder: Builder
+    builder: CheckoutBuilder
     runner: Runner
 
 
@@ -144,7 +144,7 @@ def opened(p: Plan) -> Iterator[Tools]:
     try:
         with file_lock(p.workdir.mirror_lock):
             mirror = Mirror(p.workdir.mirror, p.repo)
-        builder = Builder(p.workdir, mirror, executor, recipe.build)
+        builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build)
         yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
     finally:
         executor.close()
@@ -173,13 +173,13 @@ def run_bisect(
     wrap_runner: Callable[[Runner], Runner] | None = None,
     budget_s: float | None = None,
 ) -> BisectResult:
-    """`probes`: commits proposed per search step (`--jobs`/`--probes`).
+    """`probes`: commits proposed per search step (`--probes`, once `--jobs`).
     `budget_s`: wall-time budget (`--budget`; default the recipe's [search] budget), after which
     the search ends with the smallest range it proved.
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     mode = verify_mode(verify)
     if probes < 1:
-        raise InputError(f"--jobs {probes}: expected a positive integer")
+        raise InputError(f"--probes (--jobs) {probes}: expected a positive integer")
     start = time.monotonic()
     budget = budget_s if budget_s is not None else p.recipe.budget_s
     with opened(p) as tools:
@@ -202,7 +202,7 @@ def run_bisect(
         workdir=p.workdir.root,
         wall_s=time.monotonic() - start,
         builds_fresh=tools.builder.fresh_builds,
-        jobs=probes,
+        probes=probes,
         verify=mode,
         executor_info=executor_info,
     )

@@ -56,7 +56,7 @@ class NewJob:
     benchmark: str = column("TEXT NOT NULL")
     source: str | None = column("TEXT")
     file_issue: str | None = column("TEXT")
-    seed: int = column("INTEGER NOT NULL")  # the engine is deterministic given this and the runs
+    seed: int = column("INTEGER NOT NULL")  # the search is deterministic given this and the runs
 
     @property
     def dedup_key(self) -> str:

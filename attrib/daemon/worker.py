@@ -5,7 +5,7 @@ the lease alive from a heartbeat thread while the bisection runs. Threads, not p
 kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
 of the restarted daemon, which takes the job up again once the lease has expired.
 
-Daemon jobs run the engine with one probe per step, so its run order is a function of the seed alone and
+Daemon jobs run the search with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
 """
 

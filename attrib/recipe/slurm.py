@@ -22,7 +22,7 @@ from attrib.recipe.checks import (
 )
 
 DEFAULT_SLURM_ROUND_TIME_MIN = 60  # wall-clock limit of one measurement round's allocation
-DEFAULT_SLURM_MAX_BUILDS = 8  # builds in flight as separate jobs (also capped by --jobs)
+DEFAULT_SLURM_MAX_BUILDS = 8  # builds in flight as separate Slurm jobs (also capped by --probes)
 DEFAULT_SLURM_MAX_RETRIES = 2  # resubmissions of a build whose job Slurm lost (node down, preempted...)
 DEFAULT_SLURM_START_TIMEOUT_S = 3600.0  # a job still pending after this is a failed start
 # sbatch options attrib sets itself: sbatch_args may not override them.

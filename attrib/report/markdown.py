@@ -1,4 +1,4 @@
-"""Markdown from a result (the typed records, never the engine's live objects), so a stored
+"""Markdown from a result (the typed records, never the search driver's live objects), so a stored
 result re-renders exactly.
 
 The first screen is what an engineer reads in the tracker: the headline, a sparkline, the

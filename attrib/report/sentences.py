@@ -1,6 +1,6 @@
 """The words for structured outcomes: why a range stayed open and what would settle it.
 
-The engine records causes as data (core/model.Cause); this is the one place that turns them
+The search driver records causes as data (core/model.Cause); this is the one place that turns them
 into sentences for people, and the only place that names CLI flags a user could reach for.
 """
 

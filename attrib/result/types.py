@@ -176,7 +176,7 @@ class Settings:
     reps: int
     seed: int
     executor: str
-    jobs: int = 1  # commits proposed per search step (`--jobs`/`--probes`)
+    jobs: int = 1  # probes: commits proposed per search step (`--probes`); the key schema 1 named it by
     verify: VerifyMode = VerifyMode.CONFIRM
 
 

@@ -72,7 +72,7 @@ class RunContext:
     workdir: Path
     wall_s: float
     builds_fresh: int
-    jobs: int = 1
+    probes: int = 1  # commits proposed per search step (--probes)
     verify: VerifyMode = VerifyMode.CONFIRM
     executor_info: ExecutorDescription | None = None  # the executor's own (Executor.describe)
 
@@ -178,8 +178,8 @@ def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
         "--executor", ctx.executor,
         "--seed", str(ctx.seed),
     ]  # fmt: skip
-    if ctx.jobs > 1:
-        argv += ["--jobs", str(ctx.jobs)]
+    if ctx.probes > 1:
+        argv += ["--probes", str(ctx.probes)]
     if ctx.verify != "confirm":
         argv += ["--verify", ctx.verify]
     return shlex.join(argv)
@@ -337,7 +337,7 @@ def build_result(
             reps=ctx.bench.reps,
             seed=ctx.seed,
             executor=ctx.executor,
-            jobs=ctx.jobs,
+            jobs=ctx.probes,
             verify=VerifyMode(ctx.verify),
         ),
         recipe=RecipeRef(str(ctx.recipe.path), ctx.recipe.name, provenance.recipe_sha256),

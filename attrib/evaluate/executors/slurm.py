@@ -1,7 +1,7 @@
 """Builds and benchmark rounds as jobs on a Slurm cluster, through Slurm's own commands.
 
 attrib hands work to Slurm and keeps no queue of its own: a build is one batch job (the
-engine's build threads submit several at once, up to [slurm] max_builds); a measurement round
+evaluation stage's build threads submit several at once, up to [slurm] max_builds); a measurement round
 is one allocation on one node (`round()`), and every run of the round is a step in it
 (`srun --jobid`), so the pairing of the round's runs cancels that node's drift. Every call is
 an argv list (sbatch --parsable, srun, squeue --json, scontrol, scancel, sinfo): no shell
