@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from attrib.bisection import Bisection, Outcome, Reverter
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
@@ -87,17 +88,22 @@ def plan(
 
 
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
-    if bench.runner == RunnerKind.CUPY:
-        return CupyRunner(bench)
-    if bench.runner == RunnerKind.GBENCH:
-        from attrib.evaluate.runners.gbench import GbenchRunner
+    # One case per RunnerKind member; mypy's assert_never fails the build when a member has none.
+    match bench.runner:
+        case RunnerKind.CUPY:
+            return CupyRunner(bench)
+        case RunnerKind.GBENCH:
+            from attrib.evaluate.runners.gbench import GbenchRunner
 
-        return GbenchRunner(executor, bench)
-    if bench.runner == RunnerKind.NVBENCH:
-        from attrib.evaluate.runners.nvbench import NvbenchRunner
+            return GbenchRunner(executor, bench)
+        case RunnerKind.NVBENCH:
+            from attrib.evaluate.runners.nvbench import NvbenchRunner
 
-        return NvbenchRunner(executor, bench)
-    return CommandRunner(executor, bench)
+            return NvbenchRunner(executor, bench)
+        case RunnerKind.COMMAND:
+            return CommandRunner(executor, bench)
+        case _:
+            assert_never(bench.runner)
 
 
 def check_runner_requirements(bench: BenchmarkSpec) -> None:
