@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
 
-from attrib.bisection import Bisection, Outcome, Reverter
+from attrib.bisection import Bisection
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
@@ -23,6 +23,7 @@ from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror
+from attrib.outcome import Outcome, Reverter
 from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
 from attrib.result.gather import provenance

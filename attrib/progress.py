@@ -11,7 +11,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from attrib.core.model import BuildRecord, CommitInfo, Verdict
+from attrib.core.model import BuildRecord, CommitInfo, Phase, Verdict
+from attrib.report.sentences import phase_text
 
 _VERDICT_STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow", Verdict.INCONCLUSIVE: "magenta"}
 
@@ -26,8 +27,8 @@ class PlainProgress:
     def _line(self, text: str, markup: str = "") -> None:
         print(f"[{time.monotonic() - self.start:7.1f}s] {text}", file=self.stream, flush=True)
 
-    def phase(self, text: str) -> None:
-        self._line(text)
+    def phase(self, phase: Phase) -> None:
+        self._line(phase_text(phase))
 
     def build_started(self, commit: CommitInfo) -> None:
         pass

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from attrib.bisection import Bisection, Outcome
+from attrib.bisection import Bisection
 from attrib.core.model import Status
 from attrib.core.stats import TestConfig
 from attrib.daemon.recording import JobRecorder
 from attrib.daemon.store import NewJob, Store
 from attrib.errors import JobStopped
 from attrib.evaluate.runners import RunResult
+from attrib.outcome import Outcome
 from attrib.recipe import BenchmarkSpec
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 

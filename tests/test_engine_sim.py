@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from attrib.bisection import Bisection
-from attrib.core.model import Status, UnresolvedCause
+from attrib.core.model import Phase, Status, UnresolvedCause
 from attrib.core.stats import TestConfig
 from attrib.recipe import BenchmarkSpec
-from attrib.report.sentences import unresolved_text
+from attrib.report.sentences import phase_text, unresolved_text
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 
 BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0)
@@ -172,13 +172,13 @@ def test_an_inconclusive_commit_at_the_boundary_gets_more_samples():
 
 
 class _Phases:
-    """Events that keep the phase lines (the terminal shows them as progress)."""
+    """Events that keep the phase lines, in the words the terminal shows them with."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def phase(self, text: str) -> None:
-        self.lines.append(text)
+    def phase(self, phase: Phase) -> None:
+        self.lines.append(phase_text(phase))
 
     def build_started(self, commit: object) -> None: ...
     def build_finished(self, commit: object, record: object) -> None: ...

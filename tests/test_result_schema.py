@@ -14,7 +14,7 @@ from conftest import run_cli
 from sim_results import simulated_result
 
 from attrib.codec import encode
-from attrib.core.model import Cause, Purpose, UnresolvedCause, Verdict
+from attrib.core.model import Cause, NoteKind, Purpose, UnresolvedCause, Verdict
 from attrib.errors import ResultFormatError
 from attrib.evaluate.executors.base import (
     DockerDescription,
@@ -114,6 +114,26 @@ def test_schema1_documents_render_the_report_they_rendered(name):
     assert isinstance(result, BisectResult)
     # `attrib report FILE` printed the markdown plus typer's newline
     assert render(result) + "\n" == (FIXTURES / f"{name}.md").read_text()
+
+
+@pytest.mark.parametrize("name", ("culprit", "inconclusive", "two_culprits"))
+def test_schema2_documents_render_the_report_they_rendered(name):
+    # Schema 2 wrote notes as sentences; they come back as notes of kind text, worded as before.
+    path = FIXTURES.parent / "schema2" / f"{name}.json"
+    result = load_result(path)
+    assert isinstance(result, BisectResult)
+    assert render(result) + "\n" == path.with_suffix(".md").read_text()
+    sentences = json.loads(path.read_text())["notes"]
+    assert [(n.kind, n.text) for n in result.notes] == [(NoteKind.TEXT, t) for t in sentences]
+
+
+def test_notes_are_records_worded_by_the_report(results):
+    # Today's engine writes what it noticed as data; the report says it in words.
+    r = results["inconclusive"]
+    assert r.notes and all(n.kind is not NoteKind.TEXT and n.text == "" for n in r.notes)
+    doc = json.loads(dump(r))
+    assert all(isinstance(n, dict) and n["kind"] in set(NoteKind) for n in doc["notes"])
+    assert "stopped probing after 4 inconclusive tests after" in render(r)
 
 
 def test_schema1_sentences_are_kept_as_text_causes():

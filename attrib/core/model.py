@@ -101,6 +101,71 @@ class Cause:
     seconds: float | None = None  # OUT_OF_TIME: estimated time to settle what is open
 
 
+class NoteKind(StrEnum):
+    """Something the search met on the way that the reader should know (report/sentences words each)."""
+
+    NO_COMMIT_TOUCHES = "no_commit_touches"  # [search] paths: no commit after commits[0] touches `paths`
+    REMAINDER_UNDECIDED = "remainder_undecided"  # is commits[0] worse than commits[1] (a culprit)? undecided
+    SMALLER_STEP = "smaller_step"  # commits[0] is a step below the minimum change; value = P(>= minimum)
+    STOPPED_PROBING = "stopped_probing"  # `count` inconclusive probes after commits[0]: the range stays open
+    NOT_CONFIRMED = "not_confirmed"  # the step commits[1] -> commits[0] was not confirmed (`verdict`)
+    CONFIRMATION_DISAGREED = "confirmation_disagreed"  # commits[1] -> commits[0]: the search went on
+    OUT_OF_TIME = "out_of_time"  # `count` commits open after commits[0]; value = seconds to settle, if known
+    MERGE_ITSELF = "merge_itself"  # the merge commits[0] causes it: its second parent alone does not
+    TEXT = "text"  # a note of a result written before notes were structured (schema <= 2): `text`
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing the search noticed: data, never a sentence (the report words it)."""
+
+    kind: NoteKind
+    commits: tuple[str, ...] = ()
+    count: int = 0
+    value: float | None = None
+    verdict: Verdict | None = None
+    paths: tuple[str, ...] = ()
+    text: str = ""
+
+
+class Step(StrEnum):
+    """What the search is doing now, for progress displays (progress.py words each)."""
+
+    PREFLIGHT = "preflight"  # commits = (bad, good)
+    TOO_NOISY = "too_noisy"  # the preflight's noise leaves tests that find no change only the cap: `noise`
+    BISECTING = "bisecting"  # `count` commits after commits[0] (the sequential search)
+    LOCATING = "locating"  # `count` commits after commits[0] (the posterior search)
+    MORE_SAMPLES = "more_samples"  # `count` undecided commits at the boundary get more rounds
+    CONFIRMING = "confirming"  # commits = (culprit, the commit it is confirmed against)
+    MERGE = "merge"  # commits[0] is a merge: searching the `count` commits it brought in
+    REVERT_CHECK = "revert_check"  # commits = (bad, culprit): bad with the culprit reverted
+    FINISHED = "finished"  # `status`
+
+
+@dataclass(frozen=True)
+class NoiseAdvice:
+    """The preflight's noise against the minimum change: what a test finding no change needs."""
+
+    sigma_pct: float  # per-round noise
+    min_change_pct: float
+    max_rounds: int
+    rounds_needed: int
+    resolvable_pct: float  # the smallest minimum change these rounds can settle
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A progress event: which step, about which commits, with the numbers an ETA needs."""
+
+    step: Step
+    commits: tuple[str, ...] = ()
+    count: int = 0
+    elapsed_s: float = 0.0  # time this bisection has spent so far
+    per_comparison_s: float | None = None  # its mean time per measured comparison; None before one
+    noise: NoiseAdvice | None = None
+    status: Status | None = None
+
+
 class VerifyMode(StrEnum):
     """How a found culprit is proven (`--verify`)."""
 

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import BuildRecord, CommitInfo, Verdict
+from attrib.core.model import BuildRecord, CommitInfo, Phase, Verdict
 from attrib.daemon.store import Job, Store
 from attrib.errors import JobStopped
 from attrib.evaluate.runners import Runner, RunResult
+from attrib.report.sentences import phase_text
 
 PROGRESS_EVERY_S = 1.0  # progress rows are rewritten at most this often (samples are not throttled)
 
@@ -97,8 +98,8 @@ class JobRecorder:
 
     # --- Events ---------------------------------------------------------------------------------
 
-    def phase(self, text: str) -> None:
-        self.progress["phase"] = text
+    def phase(self, phase: Phase) -> None:
+        self.progress["phase"] = phase_text(phase)
         self._save(force=True)
 
     def build_started(self, commit: CommitInfo) -> None:

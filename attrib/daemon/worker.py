@@ -21,7 +21,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from attrib.core.model import JobState
+from attrib.core.model import JobState, Phase, Step
 from attrib.core.stats import TestConfig
 from attrib.daemon.config import Settings
 from attrib.daemon.recording import JobRecorder
@@ -123,7 +123,7 @@ class Worker(threading.Thread):
         recorder = JobRecorder(self.store, job, self.owner, should_stop)
         try:
             result = self.bisect(job, recorder)
-            recorder.phase(f"finished: {result.status.value}")
+            recorder.phase(Phase(Step.FINISHED, status=result.status))
             filing = self.write_outputs(job, result)
             self.store.finish(
                 job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result.status.value

@@ -141,6 +141,20 @@ class Drift:
     change_pct: float  # level of its last blocks against its first ones
 
 
+@dataclass(frozen=True)
+class Account:
+    """What an evaluation measured and spent, as the outcome of a search reports it."""
+
+    comparisons: tuple[Comparison, ...]
+    commits: dict[str, CommitRecord]
+    drift: tuple[Drift, ...]
+    rounds: int  # measurement rounds, in sequence: what parallel probing shortens
+    artifact_notes: tuple[ArtifactNote, ...]
+    samples_saved: int  # estimate: samples the same-artifact verdicts did not draw
+    times: PhaseTimes
+    out_of_time: bool
+
+
 class Evaluation:
     def __init__(
         self,
@@ -289,6 +303,21 @@ class Evaluation:
             rec.failed_runs.append(result.error)
         return result
 
+    def block(self, sha: str) -> bool:
+        """One more block of `sha` (built first if need be), in a round of its own: what the
+        posterior search asks for one at a time. False when it did not build or the run failed."""
+        if not self.build(sha).ok:
+            return False
+        with self.round_context():  # slurm: a block runs inside an allocation, as a round does
+            result = self.measure(sha)
+        self.rounds += 1
+        return result.ok
+
+    def levels(self, sha: str) -> tuple[list[float], list[int]]:
+        """`sha`'s block levels so far and, per block, the run count when it ran (the drift clock)."""
+        rec = self.records.get(sha)
+        return (list(rec.blocks), list(rec.block_times)) if rec is not None else ([], [])
+
     # --- comparisons ----------------------------------------------------------------------
 
     def compare(
@@ -432,6 +461,19 @@ class Evaluation:
         measured = [c.samples for c in self.comparisons if c.samples and c.rule is not DecisionRule.BUDGET]
         shortcuts = sum(1 for c in self.comparisons if c.same_artifact_as)
         return round(shortcuts * sum(measured) / len(measured)) if measured and shortcuts else 0
+
+    def account(self, drift_of: Sequence[str]) -> Account:
+        """Everything measured so far, for the outcome; drift is reported for `drift_of`."""
+        return Account(
+            comparisons=tuple(self.comparisons),
+            commits=dict(self.records),
+            drift=self.drift(drift_of),
+            rounds=self.rounds,
+            artifact_notes=tuple(self.artifact_notes),
+            samples_saved=self.samples_saved(),
+            times=self.times,
+            out_of_time=self.out_of_time,
+        )
 
     # --- what the measurements say beyond verdicts ---------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Any
 from attrib.core.model import RevertStatus, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
-from attrib.report.sentences import cause_resolve, cause_why
+from attrib.report.sentences import cause_resolve, cause_why, note_text
 from attrib.result.types import (
     BisectResult,
     CompareResult,
@@ -362,7 +362,7 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         ]
     out += _spent_where_it_decides(result)
     if result.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
+        out += ["## Notes", ""] + [f"- {note_text(n)}" for n in result.notes] + [""]
     culprit_shas = {c.commit for c in result.culprits}
     out += [
         "## Tested commits",

@@ -1,14 +1,17 @@
-"""The words for structured outcomes: why a range stayed open and what would settle it.
+"""The words for structured outcomes: why a range stayed open, what the search noticed on the
+way, what it is doing now, and what would settle it.
 
-The search driver records causes as data (core/model.Cause); this is the one place that turns them
-into sentences for people, and the only place that names CLI flags a user could reach for.
+The search records causes, notes and progress phases as data (core/model.Cause, Note, Phase);
+this is the one place that turns them into sentences for people, and the only place that names
+CLI flags a user could reach for.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from attrib.core.model import Cause, UnresolvedCause
+from attrib.core.model import Cause, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
 
 
 def _shorts(commits: Sequence[str]) -> str:
@@ -72,14 +75,81 @@ def unresolved_text(causes: Sequence[Cause], min_change_pct: float, max_rounds: 
     )
 
 
-def noise_warning(
-    sigma_pct: float, min_change_pct: float, max_rounds: int, rounds_needed: int, resolvable_pct: float
-) -> str:
+def noise_warning(advice: NoiseAdvice) -> str:
     """Said once the preflight has measured the noise, when a test that finds no change would
     run to the cap: better known before the search than read off a row of inconclusive tests."""
+    a = advice
     return (
-        f"warning: the preflight's per-round noise is {sigma_pct:.1f} %: at that noise a test that finds no"
-        f" {min_change_pct:g} % change may need {rounds_needed} rounds, over --max-rounds {max_rounds}, so some"
-        f" tests may end inconclusive; --max-rounds {rounds_needed}, a quieter machine, or a min_change_pct of"
-        f" at least {resolvable_pct:.1f} % would let them decide"
+        f"warning: the preflight's per-round noise is {a.sigma_pct:.1f} %: at that noise a test that finds no"
+        f" {a.min_change_pct:g} % change may need {a.rounds_needed} rounds, over --max-rounds {a.max_rounds}, so some"
+        f" tests may end inconclusive; --max-rounds {a.rounds_needed}, a quieter machine, or a min_change_pct of"
+        f" at least {a.resolvable_pct:.1f} % would let them decide"
     )
+
+
+def note_text(note: Note) -> str:
+    """One line of the report's Notes for what the search noticed."""
+    c = [x[:10] for x in note.commits]
+    match note.kind:
+        case NoteKind.NO_COMMIT_TOUCHES:
+            return f"no commit after {c[0]} touches {', '.join(note.paths)}"
+        case NoteKind.REMAINDER_UNDECIDED:
+            return f"whether {c[0]} is worse than {c[1]} stayed undecided; a further small culprit after it cannot be ruled out"
+        case NoteKind.SMALLER_STEP:
+            size = "" if note.value is None else f" (P(>= minimum) = {note.value:.2f})"
+            return f"{c[0]} is a smaller step than the minimum change{size}: not a culprit"
+        case NoteKind.STOPPED_PROBING:
+            return f"stopped probing after {note.count} inconclusive tests after {c[0]}"
+        case NoteKind.NOT_CONFIRMED:
+            verdict = f" ({note.verdict.value})" if note.verdict is not None else ""
+            return f"the step {c[1]} -> {c[0]} was not confirmed{verdict}"
+        case NoteKind.CONFIRMATION_DISAGREED:
+            return f"the confirmation of {c[0]} against {c[1]} disagreed with the search that led there; both were measured again and the search went on"
+        case NoteKind.OUT_OF_TIME:
+            cost = "" if note.value is None else f" (~{note.value / 60:.0f} min)"
+            return f"the time budget ran out with {note.count} commit(s) open after {c[0]}{cost}"
+        case NoteKind.MERGE_ITSELF:
+            return f"the merge {c[0]} itself causes the change: its second parent alone does not"
+        case NoteKind.TEXT:
+            return note.text
+    raise AssertionError(note.kind)
+
+
+def clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def eta_text(phase: Phase) -> str:
+    """' (elapsed .., about .. left)' for a search of `count` open commits: about log2 of them
+    probes and a confirmation, at this bisection's own mean comparison time."""
+    if phase.per_comparison_s is None or phase.count < 1:
+        return ""
+    left = (math.ceil(math.log2(max(2, phase.count))) + 2) * phase.per_comparison_s
+    return f" (elapsed {clock(phase.elapsed_s)}, about {clock(left)} left)"
+
+
+def phase_text(phase: Phase) -> str:
+    """The progress line of a phase."""
+    c = [x[:10] for x in phase.commits]
+    match phase.step:
+        case Step.PREFLIGHT:
+            return f"preflight: is {c[0]} worse than {c[1]}?"
+        case Step.TOO_NOISY:
+            assert phase.noise is not None
+            return noise_warning(phase.noise)
+        case Step.BISECTING:
+            return f"bisecting {phase.count} commits after {c[0]}{eta_text(phase)}"
+        case Step.LOCATING:
+            return f"locating the change in {phase.count} commits after {c[0]}{eta_text(phase)}"
+        case Step.MORE_SAMPLES:
+            return f"more samples for {phase.count} inconclusive commit(s) at the boundary"
+        case Step.CONFIRMING:
+            return f"confirming {c[0]} against {c[1]}"
+        case Step.MERGE:
+            return f"{c[0]} is a merge: searching the {phase.count} commits it brought in"
+        case Step.REVERT_CHECK:
+            return f"revert check: {c[0]} with {c[1]} reverted"
+        case Step.FINISHED:
+            return f"finished: {phase.status.value if phase.status else ''}"
+    raise AssertionError(phase.step)

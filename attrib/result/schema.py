@@ -93,8 +93,16 @@ def _migrate_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _migrate_2_to_3(doc: dict[str, Any]) -> dict[str, Any]:
+    # Notes were sentences until schema 3; they are kept as notes of kind text.
+    notes = doc.get("notes")
+    if isinstance(notes, list):
+        doc["notes"] = [{"kind": "text", "text": n} if isinstance(n, str) else n for n in notes]
+    return doc
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from attrib.core.model import Cause, DecisionRule, Direction, Purpose, RevertStatus, Status, Verdict, VerifyMode
+from attrib.core.model import Cause, DecisionRule, Direction, Note, Purpose, RevertStatus, Status, Verdict, VerifyMode
 from attrib.evaluate.executors.base import (
     DESCRIPTIONS,
     DockerDescription,
@@ -24,7 +24,7 @@ from attrib.evaluate.executors.base import (
     SlurmDescription,
 )
 
-RESULT_SCHEMA = 2
+RESULT_SCHEMA = 3
 
 
 class ResultKind(StrEnum):
@@ -314,7 +314,7 @@ class BisectResult:
     builds_cached: int
     build_failures: tuple[BuildFailure, ...]
     comparisons: tuple[ComparisonRecord, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]  # what the search noticed, as data (report/sentences words them)
     unresolved: tuple[UnresolvedRange, ...]
     drift: tuple[DriftRecord, ...]
     excluded_samples: Mapping[str, int]

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from attrib import __version__
-from attrib.bisection import Outcome, RevertCheck
 from attrib.core.model import Direction, Purpose, RevertStatus, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
+from attrib.outcome import Outcome, RevertCheck
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
     ArtifactNoteRecord,

@@ -1,0 +1,115 @@
+"""What a bisection returns: its culprits, smaller steps, open ranges and everything measured.
+
+Plain records of the search layer; result/writer.py turns an `Outcome` into the versioned
+result. The commit graph the search walks is named here too (`CommitGraph`), with the
+`Reverter` a revert check needs: the driver and the segment searches share them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, Status, Verdict
+from attrib.evaluate.evaluation import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
+
+
+class CommitGraph(Protocol):
+    """The commit graph the search walks (git, or a simulated history)."""
+
+    def info(self, sha: str) -> CommitInfo: ...
+    def first_parent_chain(self, good: str, bad: str) -> list[str]: ...
+    def merge_base(self, a: str, b: str) -> str: ...
+
+
+# Makes a commit that reverts `culprit` on top of `onto`; None when the revert conflicts.
+Reverter = Callable[[str, str], "CommitInfo | None"]
+
+
+@dataclass(frozen=True)
+class RevertCheck:
+    """bad with the culprit reverted on top, compared with bad itself."""
+
+    status: RevertStatus
+    reverted: str | None  # sha of the revert commit (made in the work dir's mirror)
+    comparison: Comparison | None  # candidate = bad, reference = the reverted build
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Culprit:
+    commit: str
+    last_good: str  # the good-like commit it was confirmed against (its parent unless skips)
+    ambiguous_with: tuple[str, ...]
+    confirmation: Comparison
+    posterior: float = math.nan  # P(the change is exactly this commit | all measurements)
+    range_posterior: float = math.nan  # P(it is this commit or one it is ambiguous with)
+    via_merge: str | None = None  # set when found inside a merge's second-parent line
+    revert: RevertCheck | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation.verdict is Verdict.BAD
+
+    @property
+    def size_p(self) -> float:
+        """P(this step >= the minimum change | its confirmation): part of `posterior`."""
+        return self.confirmation.size_p
+
+
+@dataclass(frozen=True)
+class SmallerStep:
+    """A confirmed step the data put below the minimum change: reported, never a culprit."""
+
+    commit: str
+    last_good: str
+    confirmation: Comparison  # its estimate is the step's size
+    size_p: float  # P(step >= the minimum change): below 1/2
+
+
+@dataclass(frozen=True)
+class OutOfTime:
+    """The budget ran out inside a segment: positions (in [reference, *chain]) of the smallest
+    range it proved to hold the change."""
+
+    last_good: int
+    first_bad: int
+
+
+# What searching one segment gives: its culprit, a smaller step, or the range the budget left open.
+Found = Culprit | SmallerStep | OutOfTime
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """An inconclusive outcome's smallest range that holds the change, and why it is open."""
+
+    last_good: str
+    first_bad: str
+    commits: tuple[str, ...]  # the candidates inside, ending with first_bad
+    causes: tuple[Cause, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    good: str
+    bad: str
+    culprits: tuple[Culprit, ...]
+    preflight: Comparison
+    comparisons: tuple[Comparison, ...]
+    verdicts: dict[str, tuple[str, Verdict]]  # sha -> (reference sha, latest verdict against it)
+    commits: dict[str, CommitRecord]
+    order: tuple[str, ...]  # every commit of the range in history order (merge lines inlined)
+    notes: tuple[Note, ...]
+    unresolved: tuple[Unresolved, ...] = ()
+    drift: tuple[Drift, ...] = ()
+    rounds: int = 0  # measurement rounds, in sequence: what parallel probing shortens
+    smaller_steps: tuple[SmallerStep, ...] = ()
+    untouched: tuple[str, ...] = ()  # [search] paths: commits touching none of them, never built
+    artifact_notes: tuple[ArtifactNote, ...] = ()  # artifacts differing only by a timestamp/path
+    samples_saved: int = 0  # estimate: samples the same-artifact verdicts did not draw
+    times: PhaseTimes = field(default_factory=PhaseTimes)
+    out_of_time: bool = False  # the budget ended the search
