@@ -80,14 +80,14 @@ def _join(path: str, name: str | int) -> str:
     return f"{path}.{name}" if path else name
 
 
-def describe(tp: Any) -> str:
+def expectation(tp: Any) -> str:
     """What a value of `tp` is, in the words of the error messages."""
     origin = typing.get_origin(tp)
     if origin is Annotated:
         rules = [r for r in tp.__metadata__ if isinstance(r, Rule)]
-        return rules[0].expected if rules else describe(typing.get_args(tp)[0])
+        return rules[0].expected if rules else expectation(typing.get_args(tp)[0])
     if origin is typing.Union or origin is types.UnionType:
-        return " or ".join(describe(a) for a in typing.get_args(tp) if a is not type(None))
+        return " or ".join(expectation(a) for a in typing.get_args(tp) if a is not type(None))
     if isinstance(tp, type) and issubclass(tp, Enum):
         return "one of " + ", ".join(f'"{m.value}"' for m in tp)
     words = {bool: "true or false", int: "an integer", float: "a number", str: "a string", Path: "a path string"}
@@ -210,7 +210,7 @@ def decode_table(
     for key, tp in keys.items():
         if key not in data:
             if key in required:
-                raise FieldError(_join(path, key), f"missing; expected {describe(tp)}" if strict else "missing")
+                raise FieldError(_join(path, key), f"missing; expected {expectation(tp)}" if strict else "missing")
             continue
         out[key] = decode(tp, data[key], _join(path, key), strict=strict)
     return out
