@@ -79,7 +79,10 @@ class HistoryConfig:
     projects: dict[str, ProjectConfig] = field(default_factory=dict)
 
 
-_HISTORY_KEYS: dict[str, Any] = {"public_url": Annotated[str, _HTTP_URL], "projects": dict[str, Any]}
+_HISTORY_KEYS: dict[str, Any] = {
+    "public_url": Annotated[str, _HTTP_URL],
+    "projects": Annotated[dict[str, Any], Rule(_any, "a table of projects")],
+}
 
 
 def parse_history(path: Path, table: Any) -> HistoryConfig:
