@@ -176,7 +176,7 @@ class Settings:
     reps: int
     seed: int
     executor: str
-    jobs: int = 1  # probes: commits proposed per search step (`--probes`); the key schema 1 named it by
+    jobs: int = 1  # the probes: commits proposed per search step (`--probes`); the key every schema wrote
     verify: VerifyMode = VerifyMode.CONFIRM
 
 
