@@ -93,7 +93,8 @@ class Bisection:
         probes = max(1, probes)
         self.evaluation = Evaluation(
             repo, builder, runner, bench, config, random.Random(seed), events, build_width=probes,
-            round_context=round_context, deadline=deadline, **extra,  # type: ignore[arg-type]
+            round_context=round_context, deadline=deadline, adapt_blocks=method is SearchMethod.POSTERIOR,
+            **extra,  # type: ignore[arg-type]
         )  # fmt: skip
         self.evidence: Evidence = self.evaluation  # what the driver asks of it: segment/scope.py
         self.scope = Scope(self.evidence, bench, config, self.evaluation.events, probes)
@@ -299,4 +300,5 @@ class Bisection:
             samples_saved=account.samples_saved,
             times=account.times,
             out_of_time=account.out_of_time,
+            blocks=account.blocks,
         )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from attrib.core.blocks import BlockChoice
 from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, Status, Verdict
 from attrib.evaluate.evaluation import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
 
@@ -113,3 +114,4 @@ class Outcome:
     samples_saved: int = 0  # estimate: samples the same-artifact verdicts did not draw
     times: PhaseTimes = field(default_factory=PhaseTimes)
     out_of_time: bool = False  # the budget ended the search
+    blocks: BlockChoice | None = None  # the samples per run the search chose (adaptive blocks)

@@ -130,6 +130,7 @@ class NoiseModel:
     interfere: float = 0.25  # bimodal: fraction of samples slowed
     interfere_size: float = 0.30  # bimodal: by this much
     drift_per_run: float = 0.0  # drift: log-level change of the machine per run
+    between: float = 0.0  # sd of one run's own offset (log): spread more samples per run cannot remove
     fail_rate: float = 0.0  # fraction of runs that crash
 
     def samples(self, rng: np.random.Generator, level: float, reps: int, clock: int) -> np.ndarray:
@@ -146,19 +147,42 @@ class NoiseModel:
             noise += np.where(rng.random(reps) < self.interfere, math.log1p(self.interfere_size), 0.0)
         else:
             raise ValueError(f"unknown noise model {self.kind!r}; expected one of {NOISE_MODELS}")
-        return np.exp(level + clock * self.drift_per_run + noise) * 1e-3
+        offset = rng.normal(0.0, self.between) if self.between else 0.0
+        return np.exp(level + clock * self.drift_per_run + offset + noise) * 1e-3
 
 
 class SimRunner:
-    """Blocks of `reps` samples around the commit's level, drawn from a seeded noise model."""
+    """Blocks of `reps` samples around the commit's level, drawn from a seeded noise model.
 
-    def __init__(self, history: SimHistory, noise: NoiseModel, seed: int, reps: int = 10) -> None:
+    With `run_overhead_s` and `sample_s` a run also reports a simulated wall time (start-up
+    plus its samples), which `wall_s` adds up: what adaptive blocks trade."""
+
+    def __init__(
+        self,
+        history: SimHistory,
+        noise: NoiseModel,
+        seed: int,
+        reps: int = 10,
+        run_overhead_s: float = 0.0,
+        sample_s: float = 0.0,
+    ) -> None:
         self.history = history
         self.noise = noise
         self.reps = reps
         self.rng = np.random.default_rng(seed)
         self.clock = 0  # runs so far: drift is a function of time, and time is runs here
         self.samples = 0
+        self.run_overhead_s = run_overhead_s
+        self.sample_s = sample_s
+        self.wall_s = 0.0
+
+    def with_reps(self, reps: int) -> SimRunner | None:
+        """Another number of samples per run; this runner itself, so its counts stay whole.
+        Only a runner that simulates what a run costs is resizable (else there is nothing to trade)."""
+        if not self.sample_s:
+            return None
+        self.reps = reps
+        return self
 
     def run(self, checkout: Path) -> RunResult:
         self.clock += 1
@@ -167,7 +191,9 @@ class SimRunner:
         level = self.history.levels[checkout.name]
         values = self.noise.samples(self.rng, level, self.reps, self.clock)
         self.samples += values.size
-        return RunResult(tuple(float(v) for v in values), "", 0.0)
+        duration = self.run_overhead_s + self.reps * self.sample_s
+        self.wall_s += duration
+        return RunResult(tuple(float(v) for v in values), "", duration, sample_s=self.reps * self.sample_s or None)
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,16 @@
   shipped here (its per-dataset licences differ: MIT, GPL-2, public domain, CC BY...).
   Univariate series only (n_dim = 1), scored with TCPDBench's own F1 and cover
   (benchmarks/tcpd_metrics.py, margin 5, annotators combined as TCPDBench does).
---realise: a clone or bare git directory of mozilla/REALISE-Performance. The subset is chosen
-  by rule, not by hand: every series file under data/all-datasets-annotated-aggregated/ whose
-  alerts include at least one sheriff-labelled one, in sorted path order, up to
-  --realise-series files. A series is one CSV (one row per push); labels per alert row
+--realise: a directory of REALISE-Performance series CSVs (default benchmarks/data/realise/, the
+  windows benchmarks/realise_subset.py rebuilds from a clone of mozilla/REALISE-Performance;
+  that dataset states no licence, so its rows are not committed here, only the list of
+  windows and their checksums). A series is one CSV (one row per push); labels per alert row
   (`test_status`): acknowledged / downstream / reassigned = a valid change, invalid = a false
-  alarm; manually created alerts are changes Perfherder missed. Every detector (Perfherder's
-  own alerts too) is scored the same way: a detection within --margin pushes of a valid
-  change is a true positive (each used once), any other detection is a false alert.
+  alarm; manually created alerts are changes Perfherder missed. A valid change is Perfherder's
+  alert range (previous push, alert push]. Every detector (Perfherder's own alerts too) is
+  scored the same way: a detection within --margin pushes of a valid change's range is a true
+  positive (each used once), any other detection is a false alert; the alert-push-only
+  scoring is reported beside it.
 --scale: the ingestion/detection cost figures (issue 21): 50,000 points of one series added to
   a history store ordered by a real git repository of 50,000 commits, then detected; and
   detect over 100 series x 1,000 points.
@@ -142,10 +144,14 @@ class TcpdScore:
     placement: list[int] = field(default_factory=list)  # |reported - annotated| of matched pairs
 
 
+# TCPDBench's "zero" method: no change anywhere, the reference a cover figure is read against
+TCPD_DETECTORS: dict[str, Detector] = {**DETECTORS, "zero (no change reported)": lambda v, d: []}
+
+
 def run_tcpd(series: list[TcpdSeries]) -> dict[str, TcpdScore]:
-    scores = {name: TcpdScore() for name in DETECTORS}
+    scores = {name: TcpdScore() for name in TCPD_DETECTORS}
     for s in series:
-        for name, det in DETECTORS.items():
+        for name, det in TCPD_DETECTORS.items():
             t0 = time.perf_counter()
             found = det(s.values, Direction.LOWER)
             scores[name].seconds += time.perf_counter() - t0
@@ -170,9 +176,10 @@ def run_tcpd(series: list[TcpdSeries]) -> dict[str, TcpdScore]:
 
 VALID = {"acknowledged", "downstream", "reassigned"}
 INVALID = {"invalid"}
-# Treeherder's PerformanceAlert status codes (treeherder/model/models: PerformanceAlert.STATUSES)
+# Treeherder's PerformanceAlert status codes (treeherder/model/models: PerformanceAlert.STATUSES;
+# the same mapping is in REALISE-Performance's data_extraction_transformation/scripts/transform-data.py)
 STATUS_CODES = {"0": "untriaged", "1": "downstream", "2": "reassigned", "3": "invalid", "4": "acknowledged"}
-REALISE_DIR = "data/all-datasets-annotated-aggregated"
+REALISE_DATA = Path(__file__).resolve().parent / "data" / "realise"
 
 
 @dataclass
@@ -180,10 +187,13 @@ class PerfSeries:
     path: str
     values: list[float]
     direction: Direction
-    valid: list[int]  # indices of pushes where sheriffs confirmed a change
+    # pushes where sheriffs confirmed a change, as Perfherder's alert range (lo, hi): the change
+    # lies after the alert's previous push and at or before its push (hi = the alert's own row);
+    # the range is wider than one push where pushes in between were untested when it alerted
+    valid: list[tuple[int, int]]
     invalid: list[int]  # Perfherder alerts sheriffs called false alarms
     perfherder: list[int]  # Perfherder's own (not manually created) alerts
-    quiet: bool  # no alert of any kind
+    quiet: bool  # no valid change anywhere in the series
 
 
 def _status(raw: str) -> str:
@@ -192,13 +202,16 @@ def _status(raw: str) -> str:
 
 
 def parse_realise(path: str, text: str) -> PerfSeries:
-    """One REALISE series CSV: rows in push order (push_timestamp, then push_id: re-runs of one
-    push become their median, as attrib's history does)."""
+    """One REALISE series CSV (all-datasets-annotated-aggregated: one row per revision, re-runs
+    already averaged there), or a window of one (benchmarks/realise_subset.py): rows in push
+    order (push_timestamp, then push_id); several rows of one push become their median, as
+    attrib's history does."""
     rows = list(csv.DictReader(io.StringIO(text)))
     by_push: dict[str, list[dict[str, str]]] = {}
     for r in rows:
         by_push.setdefault(r["push_id"], []).append(r)
     order = sorted(by_push, key=lambda p: (by_push[p][0]["push_timestamp"], int(p)))
+    ids = [int(p) for p in order]
     values, valid, invalid, own = [], [], [], []
     lower = rows[0]["lower_is_better"].strip().lower() in ("true", "1") if rows else True
     for i, p in enumerate(order):
@@ -210,61 +223,73 @@ def parse_realise(path: str, text: str) -> PerfSeries:
             status = _status(r.get("test_status", ""))
             manual = r.get("test_manually_created", "").strip().lower() in ("true", "1")
             if status in VALID:
-                valid.append(i)
+                prev = r.get("alert_prev_push_id", "").strip()
+                lo = i if not prev else next((j for j in range(i + 1) if ids[j] > float(prev)), i)
+                valid.append((lo, i))
             elif status in INVALID:
                 invalid.append(i)
             if not manual:
                 own.append(i)
     return PerfSeries(
         path, values, Direction.LOWER if lower else Direction.HIGHER,
-        sorted(set(valid)), sorted(set(invalid)), sorted(set(own)), not (valid or invalid or own),
+        sorted(set(valid)), sorted(set(invalid)), sorted(set(own)), not valid,
     )  # fmt: skip
 
 
-def load_realise(copy: Copy, limit: int) -> list[PerfSeries]:
-    out = []
-    for rel in copy.list(REALISE_DIR):
-        if not rel.endswith(".csv"):
-            continue
-        s = parse_realise(rel, copy.read(rel).decode())
-        if s.valid or s.invalid:
-            out.append(s)
-        if len(out) >= limit:
-            break
-    return out
+def load_realise(root: Path) -> list[PerfSeries]:
+    """Every series CSV under `root` (a directory of REALISE files or of windows of them)."""
+    return [parse_realise(str(f.relative_to(root)), f.read_text()) for f in sorted(root.rglob("*.csv"))]
 
 
-def match(found: Sequence[int], truth: Sequence[int], margin: int) -> int:
+def match(found: Sequence[int], truth: Sequence[tuple[int, int]] | Sequence[int], margin: int) -> int:
+    """Detections matched to true changes, each used once: a detection within `margin` points of
+    a change's range (a bare index is a range of one)."""
+    ranges = sorted((t, t) if isinstance(t, int) else t for t in truth)
     left = sorted(found)
     hits = 0
-    for t in sorted(truth):
-        near = [f for f in left if abs(f - t) <= margin]
+    for lo, hi in ranges:
+
+        def gap(f: int, lo: int = lo, hi: int = hi) -> int:
+            return max(lo - f, 0, f - hi)
+
+        near = [f for f in left if gap(f) <= margin]
         if near:
-            left.remove(min(near, key=lambda f: (abs(f - t), f)))
+            left.remove(min(near, key=lambda f: (gap(f), f)))
             hits += 1
     return hits
 
 
-def run_realise(series: list[PerfSeries], margin: int) -> dict[str, dict[str, float]]:
+def run_realise(series: list[PerfSeries], margin: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Per detector, two scorings: `range` (a detection within `margin` of the alert's push range
+    is a hit) and `push` (within `margin` of the alert's own push only, as the issue first
+    scored). `quiet`: detections on the series without a valid change, per 1000 of their points."""
     dets: dict[str, Callable[[PerfSeries], list[int]]] = {
         name: (lambda s, d=det: d(s.values, s.direction)) for name, det in DETECTORS.items()
     }
     dets["perfherder-alerts"] = lambda s: s.perfherder
-    out = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for name, det in dets.items():
-        tp = reported = valid = points = 0
-        for s in series:
-            found = det(s)
-            tp += match(found, s.valid, margin)
-            reported += len(found)
-            valid += len(s.valid)
-            points += len(s.values)
-        p = tp / reported if reported else 1.0
-        r = tp / valid if valid else math.nan
-        out[name] = {
-            "reported": reported, "tp": tp, "valid": valid, "precision": p, "recall": r,
-            "f1": 2 * p * r / (p + r) if p + r else 0.0, "false_per_1000": 1000 * (reported - tp) / max(points, 1),
-        }  # fmt: skip
+        found = {s.path: det(s) for s in series}
+        out[name] = {"found": {k: list(v) for k, v in found.items()}}  # type: ignore[dict-item]
+        for scoring in ("range", "push"):
+            tp = reported = valid = points = 0
+            for s in series:
+                truth = s.valid if scoring == "range" else [hi for _, hi in s.valid]
+                tp += match(found[s.path], truth, margin)
+                reported += len(found[s.path])
+                valid += len(s.valid)
+                points += len(s.values)
+            p = tp / reported if reported else 1.0
+            r = tp / valid if valid else math.nan
+            out[name][scoring] = {
+                "reported": reported, "tp": tp, "valid": valid, "precision": p, "recall": r,
+                "f1": 2 * p * r / (p + r) if p + r else 0.0,
+                "false_per_1000": 1000 * (reported - tp) / max(points, 1),
+            }  # fmt: skip
+        quiet = [s for s in series if s.quiet]
+        qn = sum(len(s.values) for s in quiet)
+        qf = sum(len(found[s.path]) for s in quiet)
+        out[name]["quiet"] = {"series": len(quiet), "points": qn, "reported": qf, "per_1000": 1000 * qf / max(qn, 1)}
     return out
 
 
@@ -374,22 +399,45 @@ def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall
         lines += ["", "Per series (attrib): F1 / cover / reported", ""]
         att = tcpd_scores["attrib"].per_series
         lines.append(" ".join(f"{k} {f:.2f}/{c:.2f}/{r};" for k, (f, c, r) in att.items()))
+        zero = tcpd_scores["zero (no change reported)"].per_series
+        annotated = {t.name for t in tcpd if any(t.annotations.values())}
+        silent = [k for k, (_, _, r) in att.items() if r == 0 and k in annotated]
+        lines += [
+            "",
+            f"attrib reports no change on {len(silent)} annotated series ({', '.join(silent)}): there its cover is "
+            f"the zero row's, {np.mean([zero[k][1] for k in silent]):.3f} on average; on the other "
+            f"{len(att) - len(silent)} series attrib's mean cover is "
+            f"{np.mean([c for k, (_, c, _) in att.items() if k not in silent]):.3f} (zero: "
+            f"{np.mean([zero[k][1] for k in att if k not in silent]):.3f}).",
+        ]
         lines.append("")
     if realise is None:
         lines += [f"### Perfherder (REALISE-Performance): not measured ({args.realise_why})", ""]
     else:
         pts = sum(len(s.values) for s in realise)
         lines += [
-            f"### Perfherder (REALISE-Performance): {len(realise)} series, {pts} pushes, "
+            f"### Perfherder (REALISE-Performance): {len(realise)} windows, {pts} pushes, "
             f"{sum(len(s.valid) for s in realise)} valid changes, {sum(len(s.invalid) for s in realise)} invalid alerts; margin {args.margin}",
             "",
-            "| detector | reported | true | precision | recall | F1 | false alerts / 1000 pts |",
-            "|---|---|---|---|---|---|---|",
+            "`range`: a detection within the margin of the alert's push range (previous push, alert push] is a hit; "
+            "`push`: within the margin of the alert's own push only. Quiet: the windows with no valid change.",
+            "",
+            "| detector | reported | true (range) | precision (range) | recall (range) | F1 (range) | true (push) | precision (push) | recall (push) | false alerts / 1000 pts (range) | quiet windows: reported / points (per 1000) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, r in realise_scores.items():
+            g, h, q = r["range"], r["push"], r["quiet"]
             lines.append(
-                f"| {name} | {r['reported']} | {r['tp']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | {r['false_per_1000']:.2f} |"
+                f"| {name} | {g['reported']} | {g['tp']} | {g['precision']:.3f} | {g['recall']:.3f} | {g['f1']:.3f} | "
+                f"{h['tp']} | {h['precision']:.3f} | {h['recall']:.3f} | {g['false_per_1000']:.2f} | "
+                f"{q['reported']} / {q['points']} ({q['per_1000']:.1f}) |"
             )
+        lines += ["", "Per window: points, valid ranges, invalid alerts; each detector's reported indices", ""]
+        for s in realise:
+            found = "; ".join(
+                f"{name} {r['found'][s.path]}" for name, r in realise_scores.items() if name != "perfherder-alerts"
+            )
+            lines.append(f"- {s.path}: {len(s.values)} pts, valid {s.valid}, invalid {s.invalid}; {found}")
         lines.append("")
     if scale:
         lines += [
@@ -407,8 +455,12 @@ def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tcpd", type=Path, default=None)
-    ap.add_argument("--realise", type=Path, default=None)
-    ap.add_argument("--realise-series", type=int, default=40)
+    ap.add_argument(
+        "--realise",
+        type=Path,
+        default=None,
+        help=f"a directory of REALISE series CSVs (default {REALISE_DATA} when it exists)",
+    )
     ap.add_argument("--margin", type=int, default=5)
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
@@ -418,13 +470,11 @@ def main() -> None:
     if args.tcpd:
         tcpd, absent = load_tcpd(Copy(args.tcpd))
         tcpd_scores = run_tcpd(tcpd)
-    args.realise_why = "no --realise copy given"
-    if args.realise:
-        if args.realise.exists():
-            realise = load_realise(Copy(args.realise), args.realise_series)
-            realise_scores = run_realise(realise, args.margin)
-        else:
-            args.realise_why = f"{args.realise} does not exist"
+    where = args.realise or REALISE_DATA
+    args.realise_why = f"{where} holds no series CSV: build it with benchmarks/realise_subset.py"
+    if where.is_dir() and any(where.rglob("*.csv")):
+        realise = load_realise(where)
+        realise_scores = run_realise(realise, args.margin)
     scale = scale_figures() if args.scale else None
     text = report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, time.perf_counter() - t0)
     print(text)

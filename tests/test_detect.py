@@ -17,6 +17,7 @@ from attrib.core.detect import (
     ChangeDirection,
     ChangePoint,
     DetectSettings,
+    _dependence_factor,
     detect,
     scan_p_value,
     scan_threshold,
@@ -245,3 +246,50 @@ def test_false_alarms_under_no_change_stay_near_alpha():
     rng = np.random.default_rng(17)
     alarms = sum(bool(detect(np.exp(rng.normal(0, SIGMA, 120)), Direction.LOWER, cfg)) for _ in range(300))
     assert alarms / 300 <= 0.08, alarms
+
+
+# --- nights that are not independent (docs/detection.md, rule 7) --------------------------------
+
+
+def _ar1(n: int, phi: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    e = rng.normal(0, SIGMA, n)
+    y = np.zeros(n)
+    for t in range(1, n):
+        y[t] = phi * y[t - 1] + e[t]
+    return y
+
+
+def test_independent_nights_keep_the_scale_of_their_differences():
+    # white noise with steps: kappa stays near 1 whatever the steps, so the factor is 1 in all
+    # but the rare series that crosses the 99.9 % bound
+    raised = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        y = rng.normal(0, SIGMA, 300)
+        for k in (60, 150, 220):
+            y[k:] += rng.choice([-3 * SIGMA, 3 * SIGMA])
+        raised += _dependence_factor(y) > 1.0
+    assert raised <= 2
+
+
+def test_a_periodic_balance_is_not_a_run_of_steps():
+    # a balance topped up every 30 nights and drawn down on half the others, often not at all
+    # (TCPD's bank): its differences are mostly tiny or zero while its level swings, and a noise
+    # scale from differences made each swing a step
+    rng = np.random.default_rng(4)
+    values = []
+    for _ in range(18):
+        v = 8.0 + rng.uniform(0, 0.5)
+        for _ in range(30):
+            v -= rng.uniform(0.005, 0.05) if rng.random() < 0.5 else 0.0
+            values.append(round(v, 3))
+    assert _dependence_factor(np.log(values)) > 10
+    assert detect(values, Direction.HIGHER) == []
+
+
+def test_a_step_in_dependent_noise_is_still_found():
+    y = _ar1(400, 0.5, seed=8)
+    y[200:] += 10 * SIGMA
+    found = [c.index for c in detect(np.exp(y), Direction.LOWER)]
+    assert 200 in found

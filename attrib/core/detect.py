@@ -16,7 +16,10 @@ The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
    so a spike weighs at most as much as a 3-sigma night and cannot make a segment of its
    own. The variance the cost sees is re-estimated on the clipped values (half the mean
    squared successive difference) and raised to its 80 % upper confidence bound, so that a
-   short history, whose scale is poorly known, does not look quieter than it is.
+   short history, whose scale is poorly known, does not look quieter than it is. When the
+   nights are not independent (lag-2 differences spread more than lag-1 ones), that scale
+   is widened by the AR(1) factor of `_dependence_factor`: neighbours that are alike make
+   differences small next to the swings of the level.
 3. Decided change points (`decided`) split the series into free stretches; they are never
    moved or dropped. In each free stretch, PELT (optimal partitioning with pruning, Killick
    et al. 2012) with the L2 cost and segments of at least `min_segment` points. Adding one
@@ -71,6 +74,13 @@ SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper bound: a short history
 NEWEST_ALPHA_SHARE = 0.2  # see _passes: the tail is looked at once a night
 LOCAL_SIGMA_ALPHA = 0.001  # see _local_sigma: white noise exceeds the bound once in a thousand segment pairs
 SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register counts) still get finite evidence
+# kappa - 1 for independent nights exceeds DEPENDENCE_Q[0] / (sqrt(n) - DEPENDENCE_Q[1]) once in a
+# thousand series: fitted to 20,000 Gaussian series at each n of 30, 50, 100, 200, 500, 1000
+# (within 6 % there; Student t3 and 2 % spikes fall inside it, a 30 % bimodal mixture exceeds it
+# by up to 1.4x, see docs/detection.md)
+DEPENDENCE_Q = (8.87, 3.78)
+DEPENDENCE_MIN_POINTS = 30  # fewer nights cannot tell dependence from chance
+DEPENDENCE_MAX_PHI = 0.95  # a factor of at most 28: beyond, the level is not measurable at all
 
 _NORMAL = NormalDist()
 
@@ -218,6 +228,38 @@ def _hl_shift(before: np.ndarray, after: np.ndarray, level: float) -> _Shift:
     return _Shift(float(np.median(d)), float(d[k]), float(d[m - 1 - k]))
 
 
+def _dependence_factor(y: np.ndarray) -> float:
+    """How much wider than night-to-night differences show the noise a level stands out from is,
+    when the nights are not independent (1.0 when they are, or when that cannot be told).
+
+    For independent nights y[t+2] - y[t] and y[t+1] - y[t] have one distribution, so
+    kappa = (MAD of the lag-2 differences / MAD of the lag-1 differences)^2 is 1 whatever the
+    noise's shape; steps and spikes move only a few differences and the MAD ignores them. A
+    series whose neighbours are alike (seasonal, wandering, a balance that only moves on
+    deposits) has kappa > 1: its differences are small next to the swings of its level, and a
+    scale from differences calls every swing a step. For AR(1) nights with coefficient phi,
+    kappa = 1 + phi, the difference scale is sqrt(1 - phi) of the nights' own, and a mean of n
+    nights varies (1 + phi) / (1 - phi) times more than n independent ones: the factor is
+    sqrt(1 + phi) / (1 - phi). phi is taken at its cautious value, kappa - 1 less the 99.9 %
+    quantile of kappa - 1 for independent nights (DEPENDENCE_Q), so white noise, with or
+    without steps, keeps its scale (factor 1) in all but about one series in a thousand."""
+    n = y.size
+    if n < DEPENDENCE_MIN_POINTS:
+        return 1.0
+    d1 = np.diff(y)
+    d2 = y[2:] - y[:-2]
+    s1 = float(np.median(np.abs(d1 - np.median(d1))))
+    s2 = float(np.median(np.abs(d2 - np.median(d2))))
+    if s1 <= 0.0:  # most nights repeat the last value exactly (a deterministic metric): cannot tell
+        return 1.0
+    phi = (s2 / s1) ** 2 - 1.0 - DEPENDENCE_Q[0] / (math.sqrt(n) - DEPENDENCE_Q[1])
+    return _ar1_factor(min(phi, DEPENDENCE_MAX_PHI)) if phi > 0.0 else 1.0
+
+
+def _ar1_factor(phi: float) -> float:
+    return math.sqrt(1.0 + phi) / (1.0 - phi)
+
+
 class _Series:
     """The measured points of one call: oriented values, their clipped twins, the noise scale."""
 
@@ -241,8 +283,11 @@ class _Series:
             dof = self.y.size - 1
             inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
             self.sigma = max(math.sqrt(float(np.mean(np.diff(self.clipped) ** 2)) / 2) * inflate, floor)
+            self.white_sigma = self.sigma
+            self.sigma *= _dependence_factor(self.y)
         else:
             self.clipped, self.sigma = self.y.copy(), floor
+            self.white_sigma = floor
             self.outlier = np.zeros(self.y.size, dtype=bool)
 
     def levels(self, start: int, end: int) -> int:
@@ -271,7 +316,7 @@ def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectS
     c = series.clipped
     nb, na = cut - start, end - cut
     z = (float(np.mean(c[cut:end])) - float(np.mean(c[start:cut]))) / (
-        _local_sigma(c[start:end], nb, series.sigma) * math.sqrt(1 / nb + 1 / na)
+        _local_sigma(c[start:end], nb, series.sigma, series.white_sigma) * math.sqrt(1 / nb + 1 / na)
     )
     p = scan_p_value(abs(z), end - start, min(settings.min_segment, nb, na))
     before = (max(start, cut - settings.window), cut)
@@ -280,18 +325,19 @@ def _evidence(series: _Series, start: int, cut: int, end: int, settings: DetectS
     return _Evidence(shift, p, before, after, _trend_fits_better(c[start:end], nb))
 
 
-def _local_sigma(c: np.ndarray, nb: int, sigma: float) -> float:
-    """The noise scale to test a step with: the series' scale (from night-to-night differences),
-    unless the two segments scatter around their own means far more than that scale allows
-    (beyond the 99.9 % chi-square bound): then the nights are not independent around a level
-    (a wandering or seasonal series, whose neighbours are alike while the level swings), and
-    the spread the segments show is the noise a step must stand out from."""
+def _local_sigma(c: np.ndarray, nb: int, sigma: float, white: float) -> float:
+    """The noise scale to test a step with: the series' scale (`sigma`, widened for dependent
+    nights), unless the two segments scatter around their own means far more than the
+    night-to-night scale (`white`) allows (beyond the 99.9 % chi-square bound): then the nights
+    are not independent around a level (a wandering or seasonal series, whose neighbours are
+    alike while the level swings), and the larger of that spread and `sigma` is the noise a
+    step must stand out from."""
     dof = c.size - 2
     if dof < 2:
         return sigma
     rss = float(np.sum((c[:nb] - c[:nb].mean()) ** 2) + np.sum((c[nb:] - c[nb:].mean()) ** 2))
-    bound = sigma**2 * float(chdtri(dof, LOCAL_SIGMA_ALPHA)) / dof
-    return math.sqrt(rss / dof) if rss / dof > bound else sigma
+    bound = white**2 * float(chdtri(dof, LOCAL_SIGMA_ALPHA)) / dof
+    return max(math.sqrt(rss / dof), sigma) if rss / dof > bound else sigma
 
 
 def _trend_fits_better(c: np.ndarray, nb: int) -> bool:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from attrib.core.blocks import PLAN_AFTER_ROUNDS, BlockChoice, BlockReason, Run, choose_reps
 from attrib.core.model import CommitInfo, DecisionRule, Purpose, Verdict
 from attrib.core.stats import (
     Estimate,
@@ -49,7 +50,7 @@ from attrib.core.stats import (
 )
 from attrib.evaluate.artifacts import Artifacts, ArtifactTrap, diagnose
 from attrib.evaluate.builds import BuildRecord
-from attrib.evaluate.runners import Runner, RunResult
+from attrib.evaluate.runners import Runner, RunResult, resized
 from attrib.events import Events, NullEvents
 from attrib.recipe import BenchmarkSpec
 
@@ -128,6 +129,7 @@ class CommitRecord:
     samples: list[float] = field(default_factory=list)
     blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
     block_times: list[int] = field(default_factory=list)  # per block: the evaluation's run count when it ran
+    block_reps: list[int] = field(default_factory=list)  # per block: the samples per run it was asked for
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
     nodes: list[str] = field(default_factory=list)  # per usable run, the node it ran on (slurm; "" here)
@@ -153,6 +155,7 @@ class Account:
     samples_saved: int  # estimate: samples the same-artifact verdicts did not draw
     times: PhaseTimes
     out_of_time: bool
+    blocks: BlockChoice | None = None  # the adaptive block size, when the search asked for one
 
 
 class Evaluation:
@@ -170,6 +173,7 @@ class Evaluation:
         round_context: Callable[[], AbstractContextManager[object]] | None = None,
         deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        adapt_blocks: bool = False,
     ) -> None:
         self.commits = commits
         self.round_context = round_context or nullcontext  # Executor.round: one round, one machine
@@ -189,6 +193,14 @@ class Evaluation:
         self.clock = clock
         self.times = PhaseTimes()
         self.artifact_notes: list[ArtifactNote] = []
+        # Adaptive blocks (core/blocks.py): the samples per run now, the runs that choice is
+        # made from, and the choice once made. Blocks of another size are kept in the records
+        # but no longer compared with these (their block statistic has another bias and spread).
+        self.reps = bench.reps
+        self.adapting = adapt_blocks  # choose the size after the preflight's first rounds
+        self._first_runs: list[Run] = []
+        self.block_choice: BlockChoice | None = None
+        self._history_from = 0  # comparisons before a size change pool no noise into later ones
         self._diagnosed: set[frozenset[str]] = set()
 
     @property
@@ -299,6 +311,10 @@ class Evaluation:
             rec.samples.extend(result.samples)
             rec.blocks.append(block_level(oriented_logs(result.samples, self.bench.direction), self.bench.block_statistic))
             rec.block_times.append(self.runs)
+            rec.block_reps.append(self.reps)
+            if self.block_choice is None:
+                logs = tuple(float(x) for x in oriented_logs(result.samples, self.bench.direction))
+                self._first_runs.append(Run(sha, logs, result.duration_s, result.sample_s))
         else:
             rec.failed_runs.append(result.error)
         return result
@@ -314,9 +330,40 @@ class Evaluation:
         return result.ok
 
     def levels(self, sha: str) -> tuple[list[float], list[int]]:
-        """`sha`'s block levels so far and, per block, the run count when it ran (the drift clock)."""
+        """`sha`'s block levels of the current size and, per block, the run count when it ran
+        (the drift clock)."""
         rec = self.records.get(sha)
-        return (list(rec.blocks), list(rec.block_times)) if rec is not None else ([], [])
+        if rec is None:
+            return [], []
+        keep = [i for i, r in enumerate(rec.block_reps) if r == self.reps]
+        return [rec.blocks[i] for i in keep], [rec.block_times[i] for i in keep]
+
+    def _adapt_now(self, rounds: int) -> bool:
+        """Whether the size was just changed, PLAN_AFTER_ROUNDS into the preflight."""
+        if not self.adapting or self.block_choice is not None or rounds < PLAN_AFTER_ROUNDS:
+            return False
+        return self.adapt_blocks().reason is BlockReason.CHOSEN
+
+    def adapt_blocks(self) -> BlockChoice:
+        """Once, from the runs so far (the preflight's): the samples per run that reach a
+        decision in the least wall time (core/blocks.py); the runner takes that size from now on."""
+        if self.block_choice is not None:
+            return self.block_choice
+        sized = resized(self.runner, self.reps)
+        if sized is not None:  # a preflight that decided sooner: its commits get the runs the choice needs
+            counts = Counter(run.commit for run in self._first_runs)
+            for sha, runs in counts.items():
+                for _ in range(PLAN_AFTER_ROUNDS - runs):
+                    self.block(sha)
+        choice = choose_reps(self._first_runs, self.reps, self.bench.block_statistic, adjustable=sized is not None)
+        if choice.reason is BlockReason.CHOSEN:
+            runner = resized(self.runner, choice.reps)
+            assert runner is not None
+            self.runner, self.reps = runner, choice.reps
+            self._history_from = len(self.comparisons)
+        self.block_choice = choice
+        self._first_runs = []
+        return choice
 
     # --- comparisons ----------------------------------------------------------------------
 
@@ -360,10 +407,13 @@ class Evaluation:
             # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
             return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
 
-        history = [c.diffs for c in self.comparisons if len(c.diffs) >= 2 and not c.same_artifact_as]
+        history = [c.diffs for c in self.comparisons[self._history_from :] if len(c.diffs) >= 2 and not c.same_artifact_as]
         ref = self.record(reference)
         drawn: Counter[str] = Counter()
         while active:
+            if purpose is Purpose.PREFLIGHT and self._adapt_now(min(len(diffs[c]) for c in active)):
+                for cand in active:  # the test starts again at the new size: its rounds' spread differs
+                    diffs[cand].clear()
             if self.out_of_time:
                 for cand in active:
                     results[cand] = self._finish(
@@ -473,6 +523,7 @@ class Evaluation:
             samples_saved=self.samples_saved(),
             times=self.times,
             out_of_time=self.out_of_time,
+            blocks=self.block_choice,
         )
 
     # --- what the measurements say beyond verdicts ---------------------------------------
@@ -480,7 +531,7 @@ class Evaluation:
     def drift(self, shas: Sequence[str]) -> tuple[Drift, ...]:
         out = []
         for sha in dict.fromkeys(shas):
-            blocks = self.records[sha].blocks if sha in self.records else []
+            blocks = self.levels(sha)[0]  # of one size: another size's blocks sit at another bias
             shift = level_drift(blocks)
             if shift is not None:
                 out.append(Drift(sha, len(blocks), to_pct(shift, self.bench.direction)))

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
+from attrib.core.blocks import BlockReason
 from attrib.core.model import RevertStatus, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
-from attrib.report.sentences import cause_resolve, cause_why, note_text
+from attrib.report.sentences import blocks_text, cause_resolve, cause_why, note_text
 from attrib.result.types import (
     BisectResult,
     CompareResult,
@@ -314,6 +315,9 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
         )
     if result.out_of_time:
         lines.append("- the time budget ran out: see the unresolved range for what more time would settle")
+    if result.blocks is not None and result.blocks.reason is BlockReason.CHOSEN:
+        # a kept size changes nothing the reader sees; why it was kept stays in the result
+        lines.append(f"- {blocks_text(result.blocks)}")
     if lines:
         out += ["## Where the work went", "", *lines, ""]
     return out

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from attrib.core.model import Cause, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
+from attrib.core.blocks import MIN_SAVING, BlockChoice, BlockReason
+from attrib.core.model import Cause, Direction, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
+from attrib.core.stats import to_pct
 
 
 def _shorts(commits: Sequence[str]) -> str:
@@ -153,3 +155,26 @@ def phase_text(phase: Phase) -> str:
         case Step.FINISHED:
             return f"finished: {phase.status.value if phase.status else ''}"
     raise AssertionError(phase.step)
+
+
+def blocks_text(choice: BlockChoice) -> str:
+    """What the adaptive block size did, with the spreads and costs it was chosen from."""
+    c = choice
+    spreads = ""
+    if c.within is not None and c.between is not None:
+        spreads = f"per-sample spread inside a run {to_pct(c.within, Direction.LOWER):.2f} %, between runs {to_pct(c.between, Direction.LOWER):.2f} %"
+    if c.overhead_s is not None and c.per_sample_s is not None:
+        spreads += f"; a run costs {c.overhead_s:.3g} s plus {c.per_sample_s:.3g} s per sample"
+    spreads = f" ({spreads})" if spreads else ""
+    match c.reason:
+        case BlockReason.CHOSEN:
+            return f"samples per run: {c.reps} instead of {c.reps_before}{spreads}, about {c.saving:.0%} less time to a decision predicted"
+        case BlockReason.CLOSE:
+            return f"samples per run: kept at {c.reps}{spreads}: no other size predicted at least {MIN_SAVING:.0%} less time"
+        case BlockReason.NO_COST:
+            return f"samples per run: kept at {c.reps}{spreads}: the samples are not times, so what a run costs beside them is unknown"
+        case BlockReason.FIXED:
+            return f"samples per run: kept at {c.reps}: this runner cannot be asked for another number"
+        case BlockReason.TOO_FEW_RUNS:
+            return f"samples per run: kept at {c.reps}: too few runs before the search to tell the spreads apart"
+    raise AssertionError(c.reason)

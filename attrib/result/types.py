@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from attrib.core.blocks import BlockChoice
 from attrib.core.model import Cause, DecisionRule, Direction, Note, Purpose, RevertStatus, Status, Verdict, VerifyMode
 from attrib.evaluate.executors.base import (
     DESCRIPTIONS,
@@ -338,6 +339,7 @@ class BisectResult:
     samples_saved_estimate: int = 0
     phase_times_s: PhaseTimesRecord = field(default_factory=PhaseTimesRecord)
     out_of_time: bool = False  # the --budget ran out before everything was settled
+    blocks: BlockChoice | None = None  # adaptive blocks: the samples per run chosen, and why
 
     kind = ResultKind.BISECT
 

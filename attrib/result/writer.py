@@ -131,6 +131,7 @@ def _where_the_work_went(outcome: Outcome, direction: Direction) -> dict[str, An
             round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4)
         ),
         "out_of_time": outcome.out_of_time,
+        "blocks": outcome.blocks,
     }
 
 

@@ -53,6 +53,7 @@ class PosteriorSearch:
         positions = [reference, *chain]
         n = len(chain)
         self.failures = {}
+        ev.adapt_blocks()  # once per bisection, from the preflight's runs: samples per run
         unbuildable: set[int] = set()
         cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
         spent, retries = 0, 0

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from attrib.core.blocks import BlockChoice
 from attrib.core.model import BuildRecord, CommitInfo, Note, Phase, Purpose, Step, Verdict
 from attrib.core.stats import TestConfig
 from attrib.evaluate.evaluation import Account, CommitRecord, Comparison, PhaseTimes
@@ -45,6 +46,7 @@ class Evidence(Protocol):
         resume: Mapping[str, Sequence[float]] | None = None,
     ) -> list[Comparison]: ...
     def account(self, drift_of: Sequence[str]) -> Account: ...
+    def adapt_blocks(self) -> BlockChoice: ...
 
 
 class SegmentSearch(Protocol):

@@ -20,6 +20,7 @@ class RunResult:
     duration_s: float
     excluded: tuple[str, ...] = ()  # one reason per sample the runner flagged as disturbed
     node: str = ""  # the machine it ran on, when the executor tells (slurm); "" on this host
+    sample_s: float | None = None  # wall seconds its samples account for; None: not known (not times)
 
     @property
     def ok(self) -> bool:
@@ -28,6 +29,22 @@ class RunResult:
 
 class Runner(Protocol):
     def run(self, checkout: Path) -> RunResult: ...
+
+
+class SizedRunner(Runner, Protocol):
+    """A runner that can take another number of samples per run (adaptive blocks)."""
+
+    def with_reps(self, reps: int) -> Runner | None: ...
+
+
+def resized(runner: Runner, reps: int) -> Runner | None:
+    """`runner` taking `reps` samples per run; None when it cannot (a command without {reps},
+    NVBench's own stopping criteria, a runner without the optional method)."""
+    method = getattr(runner, "with_reps", None)
+    if method is None:
+        return None
+    sized: Runner | None = method(reps)
+    return sized
 
 
 @dataclass(frozen=True)

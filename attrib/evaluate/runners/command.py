@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from attrib.evaluate.executors import Executor, ProcessResult
 from attrib.evaluate.runners import RunResult
-from attrib.recipe import BenchmarkSpec
+from attrib.recipe import TIME_UNITS, BenchmarkSpec
 
 ERROR_TAIL_CHARS = 300
 
@@ -73,4 +74,15 @@ class CommandRunner:
         if failure := process_failure(res, self.spec.timeout_s):
             return RunResult((), failure, res.duration_s, node=res.node)
         samples, excluded, error = parse_samples(res.stdout)
-        return RunResult(tuple(samples) if not error else (), error, res.duration_s, tuple(excluded), res.node)
+        if error:
+            return RunResult((), error, res.duration_s, tuple(excluded), res.node)
+        # A command's samples in a time unit are the times of its own repetitions.
+        factor = TIME_UNITS.get(self.spec.unit)
+        sample_s = sum(samples) * factor if factor is not None else None
+        return RunResult(tuple(samples), "", res.duration_s, tuple(excluded), res.node, sample_s)
+
+    def with_reps(self, reps: int) -> CommandRunner | None:
+        """Only a command that takes `{reps}` can be asked for another number of samples."""
+        if not any("{reps}" in part for part in self.spec.command):
+            return None
+        return CommandRunner(self.executor, replace(self.spec, reps=reps))

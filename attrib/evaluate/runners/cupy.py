@@ -10,9 +10,10 @@ With `metric` set to a static metric the runner needs no GPU: each run returns t
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,16 @@ class CupyRunner:
         samples = tuple(b.ms_per_launch for b in blocks if not b.excluded)
         excluded = tuple(b.excluded for b in blocks if b.excluded)
         error = "" if samples else f"all {len(blocks)} blocks excluded ({excluded[0]})"
-        return RunResult(samples, error, time.monotonic() - start, excluded)
+        # the GPU time its launches took; the rest of the run is the overhead a block size trades
+        gpu_s = sum(b.ms_per_launch for b in blocks) * prepared.calibration.plan.launches / 1000.0
+        return RunResult(samples, error, time.monotonic() - start, excluded, sample_s=gpu_s)
+
+    def with_reps(self, reps: int) -> CupyRunner:
+        """Another number of timed blocks per run, sharing this runner's compiled kernels and
+        calibrations (a shallow copy)."""
+        sized = copy.copy(self)
+        sized.spec = replace(self.spec, reps=reps)
+        return sized
 
     def artifact(self, checkout: Path) -> str | None:
         """The sha256 of the commit's compiled module (what the timed launches run), so the

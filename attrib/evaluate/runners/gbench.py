@@ -10,6 +10,7 @@ a commit whose runs keep failing into a skip)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from attrib.errors import FormatError
@@ -76,6 +77,11 @@ class GbenchRunner:
                 (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", res.duration_s
             )
         return RunResult(samples, "", res.duration_s)
+
+    def with_reps(self, reps: int) -> GbenchRunner:
+        """--benchmark_repetitions is attrib's to choose. What one repetition costs is not in
+        the JSON attrib reads (iterations x time), so the planner sees no cost and keeps the size."""
+        return GbenchRunner(self.executor, replace(self.spec, reps=reps))
 
     def _listed(self, checkout: Path) -> list[str]:
         """The binary's own list of benchmark names (one per line), for the error message."""
