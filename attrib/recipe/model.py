@@ -132,6 +132,7 @@ class BenchmarkSpec:
     direction: Direction = Direction.LOWER
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
+    adapt_reps: bool = True  # the posterior search may choose another number per run (docs/statistics.md)
     min_change_pct: float = DEFAULT_BISECT_MIN_CHANGE_PCT
     ignore_below_pct: float | None = None  # a step this small is never named; None: half the minimum
     block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
