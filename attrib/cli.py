@@ -19,7 +19,7 @@ from rich.console import Console
 
 from attrib import __version__
 from attrib.core.model import Status, Verdict
-from attrib.core.stats import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, TestConfig
+from attrib.core.stats import DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, DEFAULT_TEST_ALPHA, DEFAULT_TEST_BETA, TestConfig
 from attrib.errors import AttribError, GpuUnavailable, InputError
 from attrib.fsutil import atomic_write_text
 from attrib.progress import PlainProgress, RichProgress
@@ -135,8 +135,8 @@ RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.m
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
 ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local, docker or slurm (docs/slurm.md).")
 WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs (default: ~/.cache/attrib/<repo>).")
-AlphaOpt = typer.Option(DEFAULT_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
-BetaOpt = typer.Option(DEFAULT_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
+AlphaOpt = typer.Option(DEFAULT_TEST_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
+BetaOpt = typer.Option(DEFAULT_TEST_BETA, "--beta", help="P(calling a commit worse by the minimum change good), per test.")
 MinRoundsOpt = typer.Option(DEFAULT_MIN_ROUNDS, "--min-rounds", help="Rounds before any test may decide.")
 MaxRoundsOpt = typer.Option(DEFAULT_MAX_ROUNDS, "--max-rounds", help="Rounds after which a test is inconclusive.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the run order within rounds.")
@@ -159,7 +159,7 @@ def bisect(
     max_rounds: int = MaxRoundsOpt,
     seed: int = SeedOpt,
     probes: int = typer.Option(
-        1, "--jobs", "--probes", help="Commits proposed, built and measured per search step (parallel probes)."
+        1, "--probes", "--jobs", help="Commits proposed, built and measured per search step (parallel probes; --jobs is the older name)."
     ),
     verify: str = typer.Option(
         "confirm",

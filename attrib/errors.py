@@ -17,7 +17,12 @@ class InputError(AttribError):
     exit_code = 2
 
 
-class RecipeError(InputError):
+class ConfigError(InputError):
+    """A configuration attrib reads (a recipe, the daemon's --config file and its [history]
+    table, `attrib detect --setting`) has a key it cannot use: one line naming the file (or the
+    option), the dotted key and what was expected there. Every configuration is read by the one
+    decoder (attrib/codec.py), whose FieldErrors become this at the boundary."""
+
     def __init__(self, path: object, key: str, expected: str) -> None:
         # Escape the key: a quoted TOML key may hold a newline, and the message is one line.
         shown = key.encode("unicode_escape").decode("ascii")
@@ -31,8 +36,9 @@ class RepoError(InputError):
 
 
 class FieldError(AttribError):
-    """Inside result decoding (result/codec.py): a value that does not fit its type, turned into
-    a ResultFormatError naming the file at the boundary; `path` is where (empty: the document itself)."""
+    """Inside decoding (attrib/codec.py): a value that does not fit its type, turned at the
+    boundary into the error naming the file (ResultFormatError for a result, ConfigError for a
+    configuration); `path` is the dotted key (empty: the document itself)."""
 
     def __init__(self, path: str, expected: str) -> None:
         super().__init__(f"{path}: {expected}")
@@ -46,7 +52,7 @@ class ResultFormatError(InputError):
     def __init__(self, source: object, field: str, expected: str) -> None:
         where = f"{source}: field '{field}'" if field else f"{source}"
         super().__init__(f"{where}: {expected}")
-        self.source, self.field = source, field
+        self.source, self.field, self.expected = source, field, expected
 
 
 class ReferenceFailed(AttribError):

@@ -9,12 +9,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from attrib.bisection import Bisection
 from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
-from attrib.evaluate.builds import Builder
+from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
@@ -88,17 +89,22 @@ def plan(
 
 
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
-    if bench.runner == RunnerKind.CUPY:
-        return CupyRunner(bench)
-    if bench.runner == RunnerKind.GBENCH:
-        from attrib.evaluate.runners.gbench import GbenchRunner
+    # One case per RunnerKind member; mypy's assert_never fails the build when a member has none.
+    match bench.runner:
+        case RunnerKind.CUPY:
+            return CupyRunner(bench)
+        case RunnerKind.GBENCH:
+            from attrib.evaluate.runners.gbench import GbenchRunner
 
-        return GbenchRunner(executor, bench)
-    if bench.runner == RunnerKind.NVBENCH:
-        from attrib.evaluate.runners.nvbench import NvbenchRunner
+            return GbenchRunner(executor, bench)
+        case RunnerKind.NVBENCH:
+            from attrib.evaluate.runners.nvbench import NvbenchRunner
 
-        return NvbenchRunner(executor, bench)
-    return CommandRunner(executor, bench)
+            return NvbenchRunner(executor, bench)
+        case RunnerKind.COMMAND:
+            return CommandRunner(executor, bench)
+        case _:
+            assert_never(bench.runner)
 
 
 def check_runner_requirements(bench: BenchmarkSpec) -> None:
@@ -125,7 +131,7 @@ class Tools:
 
     executor: Executor
     mirror: Mirror
-    builder: Builder
+    builder: CheckoutBuilder
     runner: Runner
 
 
@@ -145,7 +151,7 @@ def opened(p: Plan) -> Iterator[Tools]:
     try:
         with file_lock(p.workdir.mirror_lock):
             mirror = Mirror(p.workdir.mirror, p.repo)
-        builder = Builder(p.workdir, mirror, executor, recipe.build)
+        builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build)
         yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
     finally:
         executor.close()
@@ -174,13 +180,13 @@ def run_bisect(
     wrap_runner: Callable[[Runner], Runner] | None = None,
     budget_s: float | None = None,
 ) -> BisectResult:
-    """`probes`: commits proposed per search step (`--jobs`/`--probes`).
+    """`probes`: commits proposed per search step (`--probes`, once `--jobs`).
     `budget_s`: wall-time budget (`--budget`; default the recipe's [search] budget), after which
     the search ends with the smallest range it proved.
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
     mode = verify_mode(verify)
     if probes < 1:
-        raise InputError(f"--jobs {probes}: expected a positive integer")
+        raise InputError(f"--probes (--jobs) {probes}: expected a positive integer")
     start = time.monotonic()
     budget = budget_s if budget_s is not None else p.recipe.budget_s
     with opened(p) as tools:
@@ -203,7 +209,7 @@ def run_bisect(
         workdir=p.workdir.root,
         wall_s=time.monotonic() - start,
         builds_fresh=tools.builder.fresh_builds,
-        jobs=probes,
+        probes=probes,
         verify=mode,
         executor_info=executor_info,
     )
@@ -236,7 +242,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
             p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
         )
         comp = driver.compare(p.bad, p.good, Purpose.COMPARE)
-    # medians: a comparison is a pair of history points (formats/attrib_result.py)
+    # medians: a comparison is a pair of history points (history/attrib_result.py)
     records = driver.evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
     return compare_result(comp, p.bench, medians)

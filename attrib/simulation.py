@@ -1,6 +1,6 @@
 """Simulated commit histories and benchmark runs with known truth.
 
-The engine is fed through the same edges it uses for real (history: `info`,
+The search driver and the evaluation stage are fed through the same edges they use for real (history: `info`,
 `first_parent_chain`, `merge_base`; builder: `build`; runner: `run`), so the scenario benchmark
 (benchmarks/scenarios.py) and the tests exercise attrib's real search and statistics. Noise
 models are the shapes GPU and CPU timings really show (docs/statistics.md).
@@ -206,7 +206,7 @@ class SimOutcome:
     builds: int
     samples: int
     runs: int
-    outcome: object  # the engine's Outcome, for deeper checks
+    outcome: object  # the search driver's Outcome, for deeper checks
     posteriors: tuple[float, ...] = ()  # per culprit
 
 
@@ -220,19 +220,19 @@ def run_simulated(
     probes: int = 1,
     method: str = "posterior",
 ) -> SimOutcome:
-    """attrib's real engine on a simulated history: the function benchmarks and tests call."""
+    """attrib's real search and evaluation on a simulated history: the function benchmarks and tests call."""
     from attrib.bisection import Bisection
-    from attrib.recipe import BenchmarkSpec
+    from attrib.recipe import BenchmarkSpec, RunnerKind
 
-    bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), reps=reps, min_change_pct=min_change_pct)
+    bench = BenchmarkSpec(name="sim", runner=RunnerKind.COMMAND, command=("sim",), reps=reps, min_change_pct=min_change_pct)
     builder = SimBuilder(history)
     runner = SimRunner(history, noise, seed, reps=reps)
     from attrib.core.model import SearchMethod
 
-    engine = Bisection(
+    driver = Bisection(
         history, builder, runner, bench, config or TestConfig(), seed, probes=probes, method=SearchMethod(method)
     )
-    out = engine.run(history.good, history.bad)
+    out = driver.run(history.good, history.bad)
     return SimOutcome(
         status=out.status.value,
         culprits=tuple(c.commit for c in out.culprits),

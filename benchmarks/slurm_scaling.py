@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from attrib.demo import DEMO_RECIPE, TreeSpec, generate_tree
+from attrib.result import BisectResult, load_result
 
 STEP_PCT = 50  # the planted culprit: +50 % work, large against this shared machine's noise
 MIN_CHANGE_PCT = 10
 
 
-def _median(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return round(statistics.median(xs), 3) if xs else None
+def _median(xs: list[float | None]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def run_one(tree: Any, recipe: Path, work: Path, executor: str, jobs: int, seed: int) -> dict[str, Any]:
@@ -48,30 +49,31 @@ def run_one(tree: Any, recipe: Path, work: Path, executor: str, jobs: int, seed:
     wall = time.monotonic() - start
     if not out.exists():
         return {"executor": executor, "jobs": jobs, "error": proc.stderr.strip()[-300:]}
-    r = json.loads(out.read_text())
+    r = load_result(out)  # the typed result, as every reader of attrib's result takes it
+    assert isinstance(r, BisectResult)
     row: dict[str, Any] = {
         "executor": executor,
         "jobs": jobs,
-        "found": [c["commit"] for c in r["culprits"]] == tree.culprits,
-        "status": r["status"],
-        "rounds": r["rounds"],
-        "builds": r["builds_fresh"],
-        "samples": r["samples"],
+        "found": [c.commit for c in r.culprits] == tree.culprits,
+        "status": r.status.value,
+        "rounds": r.rounds,
+        "builds": r.builds_fresh,
+        "samples": r.samples,
         "wall_s": round(wall, 1),
     }
-    ex = r["executor"]
-    if executor == "slurm":
-        builds, rounds = ex["build_jobs"], [x for x in ex["rounds"] if x["job"]]
+    ex = r.executor.slurm
+    if ex is not None:
+        builds, rounds = ex.build_jobs, [x for x in ex.rounds if x.job]
         row.update(
-            jobs_submitted=ex["jobs_submitted"],
-            build_submit_to_start_s=_median([b["submit_to_start_s"] for b in builds]),
-            build_end_to_result_s=_median([b["end_to_result_s"] for b in builds]),
-            round_submit_to_running_s=_median([x["submit_to_start_s"] for x in rounds]),
-            step_overhead_s=_median(ex["step_overhead_s"]),
-            squeue_calls=ex["calls"].get("squeue", 0),
-            scontrol_calls=ex["calls"].get("scontrol", 0),
-            polls_per_min=ex["polls_per_min"],
-            nodes=ex["nodes_used"],
+            jobs_submitted=ex.jobs_submitted,
+            build_submit_to_start_s=_median([b.submit_to_start_s for b in builds]),
+            build_end_to_result_s=_median([b.end_to_result_s for b in builds]),
+            round_submit_to_running_s=_median([x.submit_to_start_s for x in rounds]),
+            step_overhead_s=_median(list(ex.step_overhead_s)),
+            squeue_calls=ex.calls.get("squeue", 0),
+            scontrol_calls=ex.calls.get("scontrol", 0),
+            polls_per_min=ex.polls_per_min,
+            nodes=list(ex.nodes_used),
         )
     return row
 

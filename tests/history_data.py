@@ -5,10 +5,12 @@ test knows where the change is without a hard-coded figure."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 HEADER = "commit,benchmark,value,unit,direction,timestamp,machine"
 
@@ -33,3 +35,15 @@ def csv_text(commits: Sequence[str], values: Sequence[float], benchmark: str = "
         day = day0 + i
         rows.append(f"{c},{benchmark},{v:.9f},s,lower,2026-{1 + (day - 1) // 28:02d}-{1 + (day - 1) % 28:02d}T02:00:00Z,{machine}")
     return "\n".join(rows) + "\n"
+
+
+RESULT_FIXTURE = Path(__file__).parent / "fixtures" / "schema1" / "culprit.json"
+
+
+def result_doc(medians: Sequence[tuple[str, float | None]], benchmark: str = "loop", unit: str = "s") -> dict[str, Any]:
+    """A whole result document as attrib wrote it (the schema-1 fixture), holding these commits'
+    medians: the history reads attrib's results with the reader `attrib report` uses."""
+    doc: dict[str, Any] = json.loads(RESULT_FIXTURE.read_text())
+    row = doc["commits"][0]
+    doc.update(benchmark=benchmark, unit=unit, commits=[{**row, "commit": sha, "median": m} for sha, m in medians])
+    return doc

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from attrib.bisection import Bisection
+from attrib.codec import decode, encode
 from attrib.core.blocks import (
     MAX_REPS_FACTOR,
     MIN_REPS,
@@ -25,7 +27,6 @@ from attrib.core.model import BlockStatistic, SearchMethod, Status
 from attrib.core.stats import TestConfig
 from attrib.recipe import BenchmarkSpec
 from attrib.report.sentences import blocks_text
-from attrib.result.codec import decode, encode
 from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history
 
 
@@ -126,8 +127,6 @@ def test_a_runner_that_cannot_change_its_size_keeps_it():
 
 
 def test_the_report_says_a_changed_size_and_keeps_quiet_about_a_kept_one(tmp_path):
-    from dataclasses import replace
-
     from sim_results import simulated_result
 
     from attrib.report.markdown import render
@@ -137,3 +136,26 @@ def test_the_report_says_a_changed_size_and_keeps_quiet_about_a_kept_one(tmp_pat
     text = render(replace(result, blocks=chosen))
     assert "samples per run: 4 instead of 10" in text and "about 55% less time to a decision predicted" in text
     assert "samples per run:" not in render(replace(result, blocks=replace(chosen, reps=10, reason=BlockReason.FIXED)))
+
+
+def test_a_recipe_that_pins_its_size_keeps_it(tmp_path):
+    from attrib.errors import ConfigError
+    from attrib.recipe import load_recipe
+
+    text = (
+        'schema = 1\nname = "r"\n[build]\ncommands = ["make"]\n'
+        '[[benchmark]]\nname = "b"\nrunner = "command"\ncommand = ["./b", "{reps}"]\nadapt_reps = false\n'
+    )
+    path = tmp_path / "r.toml"
+    path.write_text(text)
+    bench = load_recipe(path).benchmarks[0]
+    assert bench.adapt_reps is False and BENCH.adapt_reps is True  # the default adapts
+    path.write_text(text.replace("adapt_reps = false", 'adapt_reps = "no"'))
+    with pytest.raises(ConfigError, match="adapt_reps"):
+        load_recipe(path)
+    hist = linear_history(32, {20: 4.0})
+    noise = NoiseModel("gaussian", sigma=0.002, between=0.01)  # would go to 4 (the test above)
+    runner = SimRunner(hist, noise, 5, reps=10, run_overhead_s=0.005, sample_s=0.05)
+    pinned = replace(BENCH, adapt_reps=False)
+    out = Bisection(hist, SimBuilder(hist), runner, pinned, TestConfig(), 5, method=SearchMethod.POSTERIOR).run(hist.good, hist.bad)
+    assert out.blocks is not None and out.blocks.reason is BlockReason.PINNED and runner.reps == 10

@@ -39,7 +39,7 @@ def test_config_file_with_command_line_over_it(tmp_path: Path, secret: Path):
     ("text", "message"),
     [
         ('stat = "x"', "key 'stat': unknown key"),
-        ("port = 'x'", "key 'port': expected int"),
+        ("port = 'x'", "key 'port': expected an integer, got 'x'"),
         ("lease_s = true", "key 'lease_s': expected a number"),
         ("workers = -1", "--workers -1: expected at least 0"),
         ('executor = "kubernetes"', "--executor 'kubernetes': expected one of: local, docker, slurm"),

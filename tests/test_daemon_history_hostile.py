@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import spec
 from daemon_proc import Proc, daemon_process
-from history_data import HEADER, csv_text, first_parent, levels
+from history_data import HEADER, csv_text, first_parent, levels, result_doc
 
 from attrib.daemon.auth import MAX_SIGNATURES, SignaturePolicy, Unauthorized, sign, verify_signature
 from attrib.daemon.nightly import SERIES_PER_PAGE
@@ -205,14 +205,12 @@ def test_control_characters_and_long_names_are_refused_in_every_format(proc: Pro
     doc = json.loads((Path(__file__).parent / "fixtures" / "gbench" / "bm_copy_libbenchmark-1.7.1.json").read_text())
     doc["benchmarks"] = [{**b, "name": name, "run_name": name} for b in doc["benchmarks"][:1]]
     gbench = json.dumps(doc)
-    result = json.dumps({"schema": 2, "kind": "bisect", "benchmark": name, "unit": "s", "direction": "lower",
-                         "culprits": [], "commits": [{"commit": line[0], "median": 1.0}]})  # fmt: skip
+    result = json.dumps(result_doc([(line[0], 1.0)], benchmark=name))
     for files, extra in (({"n.csv": csv}, {}), ({"g.json": gbench}, {"commit": line[0]}), ({"r.json": result}, {})):
         status, answer = post(proc, files, **extra)
         errors = refused(proc, status, answer, before)
         assert "field 'benchmark'" in errors[0] and what in errors[0], errors
-    long_unit = json.dumps({"schema": 2, "kind": "bisect", "benchmark": "loop", "unit": "u" * 100_000, "direction": "lower",
-                            "culprits": [], "commits": [{"commit": line[0], "median": 1.0}]})  # fmt: skip
+    long_unit = json.dumps(result_doc([(line[0], 1.0)], unit="u" * 100_000))
     status, answer = post(proc, {"r.json": long_unit})
     assert f"field 'unit': expected at most {MAX_UNIT} characters, got 100000" in refused(proc, status, answer, before)[0]
     status, answer = post(proc, {"bad\x00name.csv": csv.replace(name, "loop")})

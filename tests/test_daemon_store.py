@@ -15,6 +15,10 @@ from attrib.core.model import JobState
 from attrib.daemon.store import Accepted, NewJob, Store
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
+from attrib.result import BisectResult, load_result
+
+RESULT = load_result(Path(__file__).parent / "fixtures" / "schema1" / "culprit.json")
+assert isinstance(RESULT, BisectResult)
 
 
 def new_job(good: str = "a" * 40, bad: str = "b" * 40, bench: str = "loop") -> NewJob:
@@ -41,12 +45,29 @@ def test_claim_lease_expiry_and_takeover(store: Store):
     assert not store.holds(job.id, "A")
     with pytest.raises(StateError, match="lease lost"):
         store.record_run(job.id, "A", "k", 0, 1, RunResult((1.0,), "", 0.1))
-    assert not store.finish(job.id, "A", JobState.DONE, result={"status": "x"})
-    assert store.finish(job.id, "B", JobState.DONE, result={"status": "culprit_found"})
+    assert not store.finish(job.id, "A", JobState.DONE, result=RESULT)
+    assert store.finish(job.id, "B", JobState.DONE, result=RESULT)
     done = store.get(job.id)
-    assert done is not None and done.state is JobState.DONE and done.result == {"status": "culprit_found"}
+    assert done is not None and done.state is JobState.DONE and done.result == RESULT
     assert [t[1] for t in store.transitions(job.id)] == ["queued", "running", "running", "done"]
     assert "expired" in store.transitions(job.id)[2][3]
+
+
+def test_a_stored_result_is_read_typed_and_one_that_cannot_be_read_says_why(store: Store, tmp_path: Path):
+    job_id = store.submit(new_job(), "test", "{}").job_id
+    store.claim("A")
+    assert store.finish(job_id, "A", JobState.DONE, result=RESULT)
+    assert store.get(job_id).result == RESULT  # type: ignore[union-attr]
+    # A row another attrib (or a hand) left unreadable: the job still lists, without a result,
+    # and its error names the field; the row itself is left as it was.
+    conn = sqlite3.connect(tmp_path / "state.db")
+    with conn:
+        conn.execute("UPDATE jobs SET result = json_set(result, '$.status', 'found-it') WHERE id = ?", (job_id,))
+    conn.close()
+    job = store.get(job_id)
+    assert job is not None and job.result is None and job.state is JobState.DONE
+    assert job.error is not None and f"job {job_id}'s result: field 'status': expected one of" in job.error
+    assert [j.id for j in store.jobs(10)] == [job_id]
 
 
 def test_samples_round_trip_by_key_and_call(store: Store):

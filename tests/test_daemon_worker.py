@@ -5,6 +5,7 @@ on a simulated history (attrib/simulation.py), so these run in seconds."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,9 @@ def test_done_job_and_filing_hook(setup):
     w.process(_claim(store, w))
     job = store.get(job_id)
     assert job is not None and job.state is JobState.DONE
-    assert job.result is not None
-    stored = from_json(job.result, "the stored result")
-    assert isinstance(stored, BisectResult)
-    assert [c.commit for c in stored.culprits] == [HIST.main[17]]
+    assert isinstance(job.result, BisectResult)  # the store hands out the typed record
+    assert [c.commit for c in job.result.culprits] == [HIST.main[17]]
+    assert from_json(json.loads((settings.job_dir(job_id) / "result.json").read_text())) == job.result
     assert job.filing is None  # no sink asked for; real filing is in tests/test_daemon_e2e.py
     assert job.progress["phase"] == "finished: culprit_found"
     assert (settings.job_dir(job_id) / "result.json").exists()

@@ -7,14 +7,16 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from history_data import RESULT_FIXTURE, result_doc
 
 from attrib.core.model import Direction
 from attrib.errors import BadRows, IngestError
-from attrib.formats.attrib_result import parse_attrib_json
 from attrib.formats.results_csv import parse_results_csv
+from attrib.history.attrib_result import parse_attrib_json
 from attrib.history.ingest import InputFormat, sniff
 
 SHA = "a" * 40
+COMPARE_FIXTURE = RESULT_FIXTURE.parent / "compare.json"
 
 
 def test_csv_rows_with_extra_columns_as_configuration():
@@ -87,32 +89,49 @@ def test_csv_bad_header(text: str, expected: str):
     assert str(info.value).startswith(expected)
 
 
-def _result(commits: list[dict[str, object]]) -> str:
-    doc = {"schema": 1, "status": "culprit_found", "benchmark": "loop", "unit": "s", "direction": "lower", "culprits": [], "commits": commits}
-    return json.dumps(doc)
+def _result(commits: list[tuple[str, object]]) -> str:
+    return json.dumps(result_doc(commits))  # type: ignore[arg-type]
 
 
 def test_result_json_gives_one_row_per_measured_commit():
-    text = _result([{"commit": SHA, "median": 0.5}, {"commit": "b" * 40, "median": None}, {"commit": "c" * 40, "median": 0.7}])
+    text = _result([(SHA, 0.5), ("b" * 40, None), ("c" * 40, 0.7)])
     assert sniff("r.json", text) is InputFormat.ATTRIB
     rows = parse_attrib_json(text, "r.json")
     assert [(r.row, r.commit, r.value) for r in rows] == [("commits[0]", SHA, 0.5), ("commits[2]", "c" * 40, 0.7)]
     assert {r.unit for r in rows} == {"s"} and {r.direction for r in rows} == {Direction.LOWER}
 
 
-def test_result_json_bad_median_names_the_row():
+@pytest.mark.parametrize(
+    ("median", "expected"),
+    [
+        ("slow", "r.json: field 'commits[0].median': expected null or a number, got 'slow'"),
+        (float("nan"), "r.json: row commits[0]: field 'median': expected a finite number, got nan"),
+    ],
+)
+def test_result_json_bad_median_names_the_row(median: object, expected: str):
     with pytest.raises(IngestError) as info:
-        parse_attrib_json(_result([{"commit": SHA, "median": "slow"}]), "r.json")
-    assert str(info.value) == 'r.json: row commits[0]: field \'median\': expected a finite number, got "slow"'
+        parse_attrib_json(_result([(SHA, median)]), "r.json")
+    assert str(info.value) == expected
+
+
+def test_a_result_attrib_did_not_write_is_refused_as_attrib_report_refuses_it():
+    # The history reads results with from_json: a document missing what every result has is not one.
+    doc = result_doc([(SHA, 0.5)])
+    del doc["status"]
+    with pytest.raises(IngestError) as info:
+        parse_attrib_json(json.dumps(doc), "r.json")
+    assert str(info.value) == "r.json: field 'status': missing"
 
 
 def test_compare_json_needs_its_medians():
-    doc = {"schema": 1, "benchmark": "loop", "candidate": SHA, "reference": "b" * 40, "verdict": "bad", "unit": "s", "direction": "lower"}
+    doc = {**json.loads(COMPARE_FIXTURE.read_text()), "unit": "s", "direction": "lower"}
+    sha, ref = doc["candidate"], doc["reference"]
+    assert sniff("c.json", json.dumps(doc)) is InputFormat.ATTRIB
     with pytest.raises(IngestError) as info:
         parse_attrib_json(json.dumps(doc), "c.json")
     assert "field 'medians': missing" in str(info.value)
-    rows = parse_attrib_json(json.dumps({**doc, "medians": {SHA: 1.2, "b" * 40: 1.0}}), "c.json")
-    assert sorted((r.commit, r.value) for r in rows) == [(SHA, 1.2), ("b" * 40, 1.0)]
+    rows = parse_attrib_json(json.dumps({**doc, "medians": {sha: 1.2, ref: 1.0}}), "c.json")
+    assert sorted((r.commit, r.value) for r in rows) == sorted([(sha, 1.2), (ref, 1.0)])
 
 
 def test_json_that_is_no_known_document_is_refused():

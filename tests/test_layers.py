@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("attrib", "attrib.core", "attrib.errors")),
     (
         "shared data and edges",
-        ("attrib.events", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
+        ("attrib.events", "attrib.codec", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
          "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http"),
     ),  # fmt: skip
     ("evaluate", ("attrib.evaluate",)),
@@ -155,6 +155,27 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_there_is_no_import_cycle():
     assert not cycles(GRAPH), "\n".join(" <-> ".join(c) for c in cycles(GRAPH))
+
+
+def _exception_classes(module: str, known: set[str]) -> list[str]:
+    """Classes of `module` whose base is an exception: a builtin one, or one of `known`."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+            if any(b in known or b.endswith(("Error", "Exception")) for b in bases):
+                found.append(node.name)
+    return found
+
+
+def test_every_exception_class_lives_in_errors_py():
+    # One error root (docs/architecture.md, "Errors"): a class raised anywhere is declared in
+    # errors.py, where its message and exit code are seen together.
+    ours = {n.name for n in ast.walk(ast.parse(MODULES["attrib.errors"].read_text())) if isinstance(n, ast.ClassDef)}
+    elsewhere = {m: found for m in MODULES if m != "attrib.errors" and (found := _exception_classes(m, ours))}
+    assert not elsewhere, elsewhere
+    assert _exception_classes("attrib.errors", ours)  # the check sees classes where there are some
 
 
 def test_the_checks_catch_what_they_are_for():

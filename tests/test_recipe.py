@@ -8,7 +8,7 @@ import pytest
 
 from attrib.core.model import Direction
 from attrib.demo import DEMO_RECIPE
-from attrib.errors import InputError, RecipeError
+from attrib.errors import ConfigError, InputError
 from attrib.recipe import (
     BLOCK_STATISTICS,
     DEFAULT_BISECT_MIN_CHANGE_PCT,
@@ -39,13 +39,13 @@ def recipe_text(top: str = TOP, build: str = BUILD, bench: str = BENCH) -> str:
     return "\n".join(part for part in (top, build, bench) if part)
 
 
-def load_error(path: Path) -> RecipeError:
-    with pytest.raises(RecipeError) as info:
+def load_error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
         load_recipe(path)
     return info.value
 
 
-def assert_one_line_error(err: RecipeError, path: Path, key: str, *expected: str) -> None:
+def assert_one_line_error(err: ConfigError, path: Path, key: str, *expected: str) -> None:
     msg = str(err)
     assert "\n" not in msg and "\r" not in msg, msg
     assert str(path) in msg, msg
@@ -282,14 +282,14 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
 def test_unknown_benchmark_name(tmp_path: Path) -> None:
     path = write(tmp_path, recipe_text(bench=BENCH + "\n" + BENCH.replace('"b"', '"other"')))
     recipe = load_recipe(path)
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(ConfigError) as info:
         recipe.benchmark("nope")
     assert_one_line_error(info.value, path, "benchmark", "'nope'", "b, other")
 
 
 def test_unknown_benchmark_name_with_a_single_benchmark(tmp_path: Path) -> None:
     path = write(tmp_path, recipe_text())
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(ConfigError) as info:
         load_recipe(path).benchmark("B")
     assert_one_line_error(info.value, path, "benchmark", "'B'")
 
@@ -297,7 +297,7 @@ def test_unknown_benchmark_name_with_a_single_benchmark(tmp_path: Path) -> None:
 def test_no_benchmark_chosen_among_several(tmp_path: Path) -> None:
     path = write(tmp_path, recipe_text(bench=BENCH + "\n" + BENCH.replace('"b"', '"other"')))
     recipe = load_recipe(path)
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(ConfigError) as info:
         recipe.benchmark(None)
     assert_one_line_error(info.value, path, "benchmark", "several benchmarks", "b, other", "--benchmark")
 

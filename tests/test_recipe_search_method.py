@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from attrib.core.model import SearchMethod
-from attrib.errors import RecipeError
+from attrib.errors import ConfigError
 from attrib.recipe import load_recipe
 
 TOP = 'schema = 1\nname = "mini"\n[build]\ncommands = ["make"]\n'
@@ -42,7 +42,7 @@ def test_sequential_method_and_an_explicit_ignore_below(tmp_path: Path) -> None:
 def test_bad_values_are_one_line_errors_naming_the_key(tmp_path: Path, extra_search, extra_bench, key) -> None:
     path = tmp_path / "recipe.toml"
     path.write_text(TOP + "[search]\n" + extra_search + BENCH + extra_bench)
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(ConfigError) as info:
         load_recipe(path)
     assert info.value.key == key
     assert "\n" not in str(info.value)

@@ -13,15 +13,24 @@ import pytest
 from conftest import run_cli
 from sim_results import simulated_result
 
+from attrib.codec import encode
 from attrib.core.model import Cause, NoteKind, Purpose, UnresolvedCause, Verdict
 from attrib.errors import ResultFormatError
+from attrib.evaluate.executors.base import (
+    DockerDescription,
+    ExecutorKind,
+    LocalDescription,
+    SlurmBuildJob,
+    SlurmDescription,
+    SlurmRound,
+)
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
 from attrib.report.markdown import render, resolve_text, why_text
 from attrib.result import RESULT_SCHEMA, BisectResult, CompareResult, dump, from_json, load_result
-from attrib.result.types import TextCause, UnresolvedRange
+from attrib.result.types import ExecutorInfo, TextCause, UnresolvedRange
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
 SCHEMA1_BISECTIONS = ("culprit", "inconclusive", "preflight-inconclusive", "demo-revert")
@@ -38,6 +47,46 @@ def test_a_result_survives_its_json_unchanged(results):
         doc = json.loads(dump(result))
         assert doc["schema"] == RESULT_SCHEMA and doc["kind"] == "bisect", name
         assert from_json(doc, name) == result, name
+
+
+SLURM = SlurmDescription(
+    run_id="r1", partition="gpu", nodes_available=("n1", "n2"), nodes_used=("n1", "n2"), jobs_submitted=5,
+    calls={"squeue": 7}, polls_per_min=3.5, step_overhead_s=(0.05,),
+    rounds=(SlurmRound(0, job=11, node="n1", runs=3), SlurmRound(1, job=12, node="n2", runs=3, fault="NODE_FAIL"),
+            SlurmRound(2, job=13, node="n1", runs=3)),
+    build_jobs=(SlurmBuildJob(10, "attrib-r1-build", node="n2", state="COMPLETED", submit_to_start_s=1.5),),
+)  # fmt: skip
+DOCKER = DockerDescription(image="attrib-cpu:1", image_id="sha256:abc", digests=("attrib@sha256:def",), gpus=False)
+
+
+@pytest.mark.parametrize(
+    ("info", "line"),
+    [
+        (ExecutorInfo.of(ExecutorKind.SLURM, SLURM), "- executor: slurm, partition gpu, 5 jobs; rounds per node: `n1` 2, `n2` 1; 1 round(s) lost their allocation"),
+        (ExecutorInfo.of(ExecutorKind.DOCKER, DOCKER), "- executor: docker, image `attrib-cpu:1` id `sha256:abc` digest `attrib@sha256:def`, benchmarks ran without GPUs"),
+        (ExecutorInfo.of(ExecutorKind.LOCAL, LocalDescription(host="box")), "- executor: local"),
+    ],
+)
+def test_each_executor_describes_itself_in_types_the_json_keeps_flat(results, info, line):
+    # The document keeps one flat object per executor (`name` beside its keys), as schema 1 and 2
+    # always wrote it; reading it back gives the same typed description, and the report reads that.
+    result = replace(results["culprit"], executor=info)
+    doc = json.loads(dump(result))
+    assert doc["executor"]["name"] == info.name.value and "extra" not in doc["executor"]
+    assert doc["executor"] == {"name": info.name.value, **json.loads(json.dumps(encode(info.description)))}
+    assert from_json(doc) == result
+    assert line in render(result).splitlines()
+
+
+def test_an_old_flat_executor_object_reads_as_its_typed_description(results):
+    doc = json.loads(dump(results["culprit"]))
+    doc["executor"] = {"name": "slurm", "partition": "p", "jobs_submitted": 2, "rounds": [{"round": 0, "job": 4, "node": "n7", "runs": 2}]}
+    back = from_json(doc)
+    assert isinstance(back, BisectResult) and back.executor.slurm is not None
+    assert (back.executor.slurm.partition, back.executor.slurm.rounds[0].node) == ("p", "n7")
+    doc["executor"]["rounds"][0]["node"] = 7
+    with pytest.raises(ResultFormatError, match=r"field 'executor.rounds\[0\].node': expected a string, got 7"):
+        from_json(doc)
 
 
 def test_structured_causes_and_evidence_survive_json(results):

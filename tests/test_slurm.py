@@ -238,9 +238,9 @@ def test_a_build_whose_job_is_lost_is_resubmitted_on_the_other_node(tmp_path: Pa
     res = got["r"]
     assert res.ok and res.stdout.startswith("built"), res
     assert "CANCELLED" in res.stderr and "retried after" in res.stderr
-    lost, redone = executor.jobs
-    assert lost["state"] == "CANCELLED" and redone["state"] == "COMPLETED"
-    assert redone["node"] != lost["node"] and res.stdout.split()[-1] == redone["node"] == res.node
+    lost, redone = executor.jobs  # SlurmBuildJob records, as the result's description keeps them
+    assert lost.state == "CANCELLED" and redone.state == "COMPLETED"
+    assert redone.node != lost.node and res.stdout.split()[-1] == redone.node == res.node
     assert attrib_jobs() == []
 
 

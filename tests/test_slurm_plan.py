@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attrib.errors import RecipeError
+from attrib.errors import ConfigError
 from attrib.evaluate.executors.slurm_plan import (
     Backoff,
     Ending,
@@ -167,6 +167,6 @@ def test_bad_slurm_tables_name_the_key(tmp_path, text, key, needle):
         spec = parse_recipe(_recipe(text + "\n"), tmp_path / "r.toml").slurm
         assert spec is not None and spec.sbatch_args == ("--mem=1G; rm -rf /",)
         return
-    with pytest.raises(RecipeError) as err:
+    with pytest.raises(ConfigError) as err:
         parse_recipe(_recipe(text + "\n"), tmp_path / "r.toml")
     assert err.value.key == key and needle in str(err.value) and "\n" not in str(err.value)

@@ -56,6 +56,7 @@ class BlockReason(StrEnum):
     CLOSE = "close"  # the recipe's size is within MIN_SAVING of the best predicted
     NO_COST = "no_cost"  # the samples are not times: what a run costs outside them is unknown
     FIXED = "fixed"  # the runner cannot change its samples per run (a command without {reps}, ...)
+    PINNED = "pinned"  # the recipe pins it (adapt_reps = false)
     TOO_FEW_RUNS = "too_few_runs"  # not enough runs yet to tell the spreads apart
 
 

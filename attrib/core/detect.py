@@ -65,8 +65,8 @@ from scipy.special import chdtri  # as in attrib.core.stats: scipy.stats costs a
 from attrib.core.model import Direction
 
 DEFAULT_MIN_SEGMENT = 5  # points on each side of a change: one or two wild nights are not a level
-DEFAULT_MIN_CHANGE_PCT = 1.0  # smaller steps are not worth a bisection; half a sigma of 2 % nightly noise
-DEFAULT_ALPHA = 0.001  # per look and free stretch (docs/detection.md: false alerts measured night by night)
+DEFAULT_DETECT_MIN_CHANGE_PCT = 1.0  # detection's (recipe/ has the bisection's): smaller steps are not worth a bisection; half a sigma of 2 % nightly noise
+DEFAULT_DETECT_ALPHA = 0.001  # per look and free stretch (docs/detection.md: false alerts measured night by night)
 DEFAULT_WINDOW = 50  # points each side used to size a change: local, so slow drift does not add up
 DEFAULT_LEVEL = 0.95
 CLIP_SCALES = 3.0  # a night further than this many noise scales from its neighbours' median is pulled in
@@ -88,8 +88,8 @@ _NORMAL = NormalDist()
 @dataclass(frozen=True)
 class DetectSettings:
     min_segment: int = DEFAULT_MIN_SEGMENT
-    min_change_pct: float = DEFAULT_MIN_CHANGE_PCT
-    alpha: float = DEFAULT_ALPHA
+    min_change_pct: float = DEFAULT_DETECT_MIN_CHANGE_PCT
+    alpha: float = DEFAULT_DETECT_ALPHA
     window: int = DEFAULT_WINDOW
     level: float = DEFAULT_LEVEL
 

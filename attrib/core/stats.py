@@ -47,8 +47,8 @@ from scipy.special import chdtri  # scipy.stats costs a second of start-up; this
 
 from attrib.core.model import BlockStatistic, DecisionRule, Direction, Verdict
 
-DEFAULT_ALPHA = 0.001  # P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
-DEFAULT_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
+DEFAULT_TEST_ALPHA = 0.001  # a sequential test's: P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
+DEFAULT_TEST_BETA = 0.01  # P(call a commit good | it is worse by the minimum change)
 DEFAULT_MIN_ROUNDS = 3  # before the noise is known: the first test's sigma bound is wide anyway
 KNOWN_MIN_ROUNDS = 2  # once earlier tests give the pooled sigma this many degrees of freedom:
 KNOWN_NOISE_DOF = 12  # two rounds are then enough to cross a boundary at a clear effect
@@ -70,8 +70,8 @@ DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
 @dataclass(frozen=True)
 class TestConfig:
     __test__ = False  # not a pytest class, despite the name
-    alpha: float = DEFAULT_ALPHA
-    beta: float = DEFAULT_BETA
+    alpha: float = DEFAULT_TEST_ALPHA
+    beta: float = DEFAULT_TEST_BETA
     min_rounds: int = DEFAULT_MIN_ROUNDS
     max_rounds: int = DEFAULT_MAX_ROUNDS
     known_min_rounds: int = KNOWN_MIN_ROUNDS  # min rounds once the pooled noise is known

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
+from enum import Enum
 from typing import Any
 
 from attrib.errors import FlagError
@@ -28,12 +29,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 RETRY_AFTER_S = 5  # what a 503 for a busy intake tells the sender
 
 
-class _TooLarge(Exception):
-    pass
+class _Unread(Enum):
+    """Why a body was not read whole: an outcome of the read, not an error anyone sees."""
 
-
-class _Disconnected(Exception):
-    pass
+    TOO_LARGE = "too large"
+    DISCONNECTED = "disconnected"
 
 
 async def _refuse(send: Send, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
@@ -82,17 +82,17 @@ class BoundedBodies:
         self.reading += 1
         try:
             body = await asyncio.wait_for(self._read(receive), self.read_timeout_s)
-        except _TooLarge:
-            await _refuse(send, 413, self._too_large())
-            return
         except TimeoutError:
             await _refuse(send, 408, str(FlagError("body", f"not received within {self.read_timeout_s:g} s")))
-            return
-        except _Disconnected:
             return
         finally:
             self.reading -= 1
             self._slots.release()
+        if body is _Unread.TOO_LARGE:
+            await _refuse(send, 413, self._too_large())
+            return
+        if body is _Unread.DISCONNECTED:
+            return
         delivered = False
 
         async def replay() -> Message:
@@ -104,17 +104,17 @@ class BoundedBodies:
 
         await self.app(scope, replay, send)
 
-    async def _read(self, receive: Receive) -> bytes:
+    async def _read(self, receive: Receive) -> bytes | _Unread:
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _Disconnected
+                return _Unread.DISCONNECTED
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                raise _TooLarge
+                return _Unread.TOO_LARGE
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)

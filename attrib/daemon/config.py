@@ -28,9 +28,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from attrib.codec import NonEmptyStr, config_errors, decode_table
 from attrib.daemon.auth import DEFAULT_TOLERANCE_S
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
-from attrib.errors import InputError, RecipeError
+from attrib.errors import ConfigError, InputError
 from attrib.evaluate.executors import EXECUTORS
 from attrib.history.projects import HistoryConfig, parse_history
 
@@ -73,10 +74,11 @@ class Settings:
         return self.state / "jobs" / job_id
 
 
-# Keys of the TOML file and their types; paths are relative to the file's directory.
-_KEYS: dict[str, type] = {
+# Keys of the TOML file and their types (decoded by attrib/codec.py); paths are relative to the
+# file's directory. Ranges are checked in `settings`, where the command line's values are too.
+_KEYS: dict[str, Any] = {
     "state": Path,
-    "host": str,
+    "host": NonEmptyStr,
     "port": int,
     "secret_file": Path,
     "workers": int,
@@ -91,7 +93,7 @@ _KEYS: dict[str, type] = {
     "allow_legacy_signature": bool,
     "allow_http_repos": bool,
     "head_timeout_s": float,
-    "history": dict,
+    "history": dict[str, Any],
 }
 
 
@@ -101,30 +103,14 @@ def read_config(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise InputError(f"--config {path}: no such file") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise RecipeError(path, "", f"not a TOML file ({exc})") from None
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in _KEYS:
-            raise RecipeError(path, key, f"unknown key; expected one of: {', '.join(_KEYS)}")
-        kind = _KEYS[key]
-        if key == "history":
-            out[key] = parse_history(path, value)
-        elif kind is Path:
-            if not isinstance(value, str):
-                raise RecipeError(path, key, "expected a path string")
+        raise ConfigError(path, "", f"not a TOML file ({exc})") from None
+    with config_errors(path):
+        out = decode_table(_KEYS, (), data)
+    for key, value in out.items():
+        if isinstance(value, Path):
             out[key] = (path.parent / value).resolve()
-        elif kind is bool:
-            if not isinstance(value, bool):
-                raise RecipeError(path, key, "expected true or false")
-            out[key] = value
-        elif kind is float:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise RecipeError(path, key, "expected a number")
-            out[key] = float(value)
-        elif isinstance(value, bool) or not isinstance(value, kind):
-            raise RecipeError(path, key, f"expected {kind.__name__}")
-        else:
-            out[key] = value
+    if "history" in out:
+        out["history"] = parse_history(path, out["history"])
     return out
 
 

@@ -18,6 +18,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from attrib.core.model import JobState
+from attrib.errors import ResultFormatError
+from attrib.result import BisectResult, from_json
 
 SCHEMA_VERSION = 1
 _SQL = "sql"
@@ -54,7 +56,7 @@ class NewJob:
     benchmark: str = column("TEXT NOT NULL")
     source: str | None = column("TEXT")
     file_issue: str | None = column("TEXT")
-    seed: int = column("INTEGER NOT NULL")  # the engine is deterministic given this and the runs
+    seed: int = column("INTEGER NOT NULL")  # the search is deterministic given this and the runs
 
     @property
     def dedup_key(self) -> str:
@@ -74,7 +76,7 @@ class Job(NewJob):
     lease_expires: float | None = column("REAL")
     cancel_requested: bool = column("INTEGER NOT NULL DEFAULT 0")
     progress: dict[str, Any] = column("TEXT NOT NULL DEFAULT '{}'")  # JSON
-    result: dict[str, Any] | None = column("TEXT")  # JSON: the bisect result
+    result: BisectResult | None = column("TEXT")  # JSON of the bisect result (result/schema.py), read typed
     error: str | None = column("TEXT")
     filing: str | None = column("TEXT")
 
@@ -85,7 +87,9 @@ class Job(NewJob):
         d["state"] = JobState(d["state"])
         d["cancel_requested"] = bool(d["cancel_requested"])
         d["progress"] = json.loads(d["progress"])
-        d["result"] = json.loads(d["result"]) if d["result"] else None
+        d["result"], unreadable = _result(d["id"], d["result"])
+        if unreadable:  # the row stays as it is; the job says why its result cannot be shown
+            d["error"] = f"{d['error']}; {unreadable}" if d["error"] else unreadable
         return cls(**d)
 
     def summary(self) -> dict[str, Any]:
@@ -105,6 +109,22 @@ class Job(NewJob):
             "error": self.error,
             "filing": self.filing,
         }
+
+
+def _result(job_id: str, text: str | None) -> tuple[BisectResult | None, str]:
+    """A stored result read by the one reader (from_json, any schema attrib wrote), or why not."""
+    if not text:
+        return None, ""
+    source = f"job {job_id}'s result"
+    try:
+        result = from_json(json.loads(text), source)
+    except ValueError as exc:
+        return None, str(ResultFormatError(source, "", f"not JSON ({exc})"))
+    except ResultFormatError as exc:
+        return None, str(exc)
+    if not isinstance(result, BisectResult):
+        return None, str(ResultFormatError(source, "kind", f"expected a bisection's result, got {result.kind}"))
+    return result, ""
 
 
 @dataclass(frozen=True)

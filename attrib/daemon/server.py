@@ -45,8 +45,8 @@ from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
-from attrib.errors import FlagError, InputError, QueueFull, ResultFormatError, StateError, Unauthorized, UpstreamError
-from attrib.result import BisectResult, from_json
+from attrib.errors import FlagError, InputError, QueueFull, StateError, Unauthorized, UpstreamError
+from attrib.result import to_json
 
 log = logging.getLogger("attrib.daemon")
 
@@ -204,7 +204,11 @@ def _api(store: Store, settings: Settings) -> FastAPI:
             return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
         report = settings.job_dir(found.id) / "report.md"
         return JSONResponse(
-            {**found.summary(), "result": found.result, "report": f"/v1/jobs/{found.id}/report" if report.exists() else None}
+            {
+                **found.summary(),
+                "result": to_json(found.result) if found.result is not None else None,
+                "report": f"/v1/jobs/{found.id}/report" if report.exists() else None,
+            }
         )
 
     @app.get("/v1/jobs/{job_id}/report")
@@ -237,16 +241,11 @@ def _api(store: Store, settings: Settings) -> FastAPI:
 
 
 def _result_cells(job: Job) -> tuple[str, str]:
-    """Status and culprits of a job's stored result, or why it cannot be read."""
+    """Status and culprits of a job's result (a stored result that cannot be read leaves none,
+    and the job's error says why)."""
     if job.result is None:
         return "", ""
-    try:
-        result = from_json(job.result, f"job {job.id}'s result")
-    except ResultFormatError as exc:
-        return "unreadable", str(exc)
-    if not isinstance(result, BisectResult):
-        return result.kind.value, ""
-    return result.status.value, ", ".join(c.commit[:10] for c in result.culprits)
+    return job.result.status.value, ", ".join(c.commit[:10] for c in job.result.culprits)
 
 
 def status_page(store: Store) -> str:

@@ -45,6 +45,7 @@ from attrib.daemon.schema import (
 )
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
+from attrib.result import BisectResult, dump
 from attrib.sqlite import SqliteStore
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
@@ -237,7 +238,7 @@ class Store(SqliteStore):
         owner: str,
         state: JobState,
         *,
-        result: dict[str, Any] | None = None,
+        result: BisectResult | None = None,
         error: str | None = None,
         filing: str | None = None,
         note: str = "",
@@ -249,7 +250,7 @@ class Store(SqliteStore):
             cur = c.execute(
                 "UPDATE jobs SET state = ?, result = ?, error = ?, filing = ?, lease_owner = NULL, lease_expires = NULL,"
                 " updated = ? WHERE id = ? AND lease_owner = ? AND state = ?",
-                (state, json.dumps(result) if result is not None else None, error, filing, now, job_id, owner, JobState.RUNNING),
+                (state, dump(result) if result is not None else None, error, filing, now, job_id, owner, JobState.RUNNING),
             )
             if cur.rowcount != 1:
                 return False

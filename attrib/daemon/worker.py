@@ -5,7 +5,7 @@ the lease alive from a heartbeat thread while the bisection runs. Threads, not p
 kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
 of the restarted daemon, which takes the job up again once the lease has expired.
 
-Daemon jobs run the engine with one probe per step, so its run order is a function of the seed alone and
+Daemon jobs run the search with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
 """
 
@@ -29,7 +29,7 @@ from attrib.daemon.store import Job, Store
 from attrib.errors import AttribError, JobStopped, StateError
 from attrib.fsutil import atomic_write_text
 from attrib.report.markdown import write_report
-from attrib.result import BisectResult, dump, to_json
+from attrib.result import BisectResult, dump
 
 log = logging.getLogger("attrib.daemon")
 
@@ -126,7 +126,7 @@ class Worker(threading.Thread):
             recorder.phase(Phase(Step.FINISHED, status=result.status))
             filing = self.write_outputs(job, result)
             self.store.finish(
-                job.id, self.owner, JobState.DONE, result=to_json(result), filing=filing, note=result.status.value
+                job.id, self.owner, JobState.DONE, result=result, filing=filing, note=result.status.value
             )
             log.info("job %s: done: %s", job.id, result.status.value)
         except JobStopped as stop:

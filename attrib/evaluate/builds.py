@@ -33,7 +33,7 @@ def log_tail(record: BuildRecord, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-class Builder:
+class CheckoutBuilder:
     def __init__(self, workdir: WorkDir, mirror: Mirror, executor: Executor, spec: BuildSpec) -> None:
         self.workdir = workdir
         self.mirror = mirror

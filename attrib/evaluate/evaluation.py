@@ -378,6 +378,9 @@ class Evaluation:
         decision in the least wall time (core/blocks.py); the runner takes that size from now on."""
         if self.block_choice is not None:
             return self.block_choice
+        if not self.bench.adapt_reps:
+            self.block_choice = BlockChoice(self.reps, self.reps, BlockReason.PINNED)
+            return self.block_choice
         sized = resized(self.runner, self.reps)
         if sized is not None:  # a preflight that decided sooner: its commits get the runs the choice needs
             counts = Counter(run.commit for run in self._first_runs)

@@ -25,10 +25,10 @@ from enum import StrEnum
 
 from attrib.core.model import Direction
 from attrib.errors import BadRows, IngestError, InputError, RepoError
-from attrib.formats.attrib_result import attrib_doc_kind, parse_attrib_json
 from attrib.formats.result_row import ResultRow
 from attrib.formats.results_csv import parse_results_csv
 from attrib.formats.text import MAX_BENCHMARK, MAX_CONFIG_KEY, MAX_UNIT, check_text
+from attrib.history.attrib_result import is_attrib_document, parse_attrib_json
 from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
 
 MAX_CONFIG_KEYS = 32
@@ -69,7 +69,7 @@ def sniff(name: str, text: str) -> InputFormat:
     except ValueError:
         raise IngestError(name, "", "", "starts like JSON but is not JSON; expected CSV or a JSON results document") from None
     if isinstance(doc, dict):
-        if attrib_doc_kind(doc) is not None:
+        if is_attrib_document(doc):
             return InputFormat.ATTRIB
         if isinstance(doc.get("benchmarks"), list) and isinstance(doc.get("context"), dict):
             return InputFormat.GBENCH

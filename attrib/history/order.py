@@ -15,22 +15,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from attrib.errors import RepoError
 from attrib.gitrepo import GitRepo
 from attrib.history.store import Point
-
-
-class History(Protocol):
-    """What ordering needs from a repository (the real one is GitLine)."""
-
-    def line(self) -> list[str]:
-        """Full shas of the branch's first-parent line, oldest first."""
-        ...
-
-    def resolve(self, rev: str) -> str: ...
-
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
 

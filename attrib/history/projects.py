@@ -26,26 +26,29 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from attrib.codec import NonEmptyStr, Rule, config_errors, decode, decode_table
 from attrib.core.detect import DetectSettings
-from attrib.errors import InputError, RecipeError
-from attrib.history.settings import detect_settings
+from attrib.errors import FieldError
 
 DEFAULT_MAX_BISECTIONS_PER_DAY = 5  # a bad night must not fill the queue: the rest wait a day
 # Benchmarks x configurations of a real project are hundreds to a few thousand; a careless CI
 # that puts a run id in a benchmark name would otherwise create series without end (issue 20).
 DEFAULT_MAX_SERIES = 10_000
 _PROJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_PROJECT_KEYS = ("repo", "branch", "file_issue", "bisect_improvements", "max_bisections_per_day", "max_series", "detect", "map")
-_MAP_KEYS = ("pattern", "recipe", "benchmark")
+def _any(_: Any) -> bool:
+    return True
+
+
+_HTTP_URL = Rule(lambda v: v.startswith(("http://", "https://")), "an http(s) URL")
 
 
 @dataclass(frozen=True)
 class MapRule:
-    pattern: str  # fnmatch glob over the series' benchmark name
-    recipe: str  # under the daemon's recipes directory
-    benchmark: str | None  # the recipe's benchmark [its only one]
+    pattern: NonEmptyStr  # fnmatch glob over the series' benchmark name
+    recipe: NonEmptyStr  # under the daemon's recipes directory
+    benchmark: NonEmptyStr | None = None  # the recipe's benchmark [its only one]
 
     def matches(self, name: str) -> bool:
         return fnmatch.fnmatchcase(name, self.pattern)
@@ -53,15 +56,18 @@ class MapRule:
 
 @dataclass(frozen=True)
 class ProjectConfig:
+    """One [history.projects.NAME] table; the field types are what the table accepts (the
+    one decoder, attrib/codec.py, reads it), except `name`, which is the table's name."""
+
     name: str
-    repo: str
-    branch: str = "HEAD"
-    file_issue: str | None = None
+    repo: Annotated[str, Rule(lambda v: v != "", "the repository the results are measured in (a path or a git URL)")]
+    branch: NonEmptyStr = "HEAD"
+    file_issue: NonEmptyStr | None = None
     bisect_improvements: bool = False
-    max_bisections_per_day: int = DEFAULT_MAX_BISECTIONS_PER_DAY
-    max_series: int = DEFAULT_MAX_SERIES
-    detect: DetectSettings = field(default_factory=DetectSettings)
-    map: tuple[MapRule, ...] = ()
+    max_bisections_per_day: Annotated[int, Rule(lambda v: v >= 0, "an integer, 0 or more")] = DEFAULT_MAX_BISECTIONS_PER_DAY
+    max_series: Annotated[int, Rule(lambda v: v >= 1, "an integer, 1 or more")] = DEFAULT_MAX_SERIES
+    detect: Annotated[DetectSettings, Rule(_any, "a table of detection settings")] = field(default_factory=DetectSettings)
+    map: Annotated[tuple[MapRule, ...], Rule(_any, "a list of {pattern, recipe, benchmark} tables")] = ()
 
     def rule_for(self, benchmark: str) -> MapRule | None:
         return next((r for r in self.map if r.matches(benchmark)), None)
@@ -73,71 +79,26 @@ class HistoryConfig:
     projects: dict[str, ProjectConfig] = field(default_factory=dict)
 
 
+_HISTORY_KEYS: dict[str, Any] = {
+    "public_url": Annotated[str, _HTTP_URL],
+    "projects": Annotated[dict[str, Any], Rule(_any, "a table of projects")],
+}
+
+
 def parse_history(path: Path, table: Any) -> HistoryConfig:
-    if not isinstance(table, dict):
-        raise RecipeError(path, "history", "expected a table")
-    unknown = sorted(set(table) - {"public_url", "projects"})
-    if unknown:
-        raise RecipeError(path, f"history.{unknown[0]}", "unknown key; expected public_url, projects")
-    url = table.get("public_url")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-        raise RecipeError(path, "history.public_url", "expected an http(s) URL")
-    projects = table.get("projects", {})
-    if not isinstance(projects, dict):
-        raise RecipeError(path, "history.projects", "expected a table of projects")
-    return HistoryConfig(url.rstrip("/") if url else None, {n: _project(path, n, p) for n, p in projects.items()})
+    """The [history] table of the daemon config at `path`; ConfigError naming the dotted key."""
+    with config_errors(path):
+        t = decode_table(_HISTORY_KEYS, (), table, "history")
+        projects = {name: _project(name, p) for name, p in t.get("projects", {}).items()}
+    url = t.get("public_url")
+    return HistoryConfig(url.rstrip("/") if url else None, projects)
 
 
-def _project(path: Path, name: str, t: Any) -> ProjectConfig:
+def _project(name: str, t: Any) -> ProjectConfig:
     where = f"history.projects.{name}"
     if not _PROJECT_RE.match(name):
-        raise RecipeError(path, where, "a project name is letters, digits, . _ - (at most 100)")
-    if not isinstance(t, dict):
-        raise RecipeError(path, where, "expected a table")
-    unknown = sorted(set(t) - set(_PROJECT_KEYS))
-    if unknown:
-        raise RecipeError(path, f"{where}.{unknown[0]}", f"unknown key; expected one of: {', '.join(_PROJECT_KEYS)}")
-    for key, kind in (("repo", str), ("branch", str), ("file_issue", str), ("bisect_improvements", bool), ("max_bisections_per_day", int), ("max_series", int)):
-        if key in t and (not isinstance(t[key], kind) or (kind is int and isinstance(t[key], bool))):
-            raise RecipeError(path, f"{where}.{key}", f"expected {kind.__name__}")
-    if not t.get("repo"):
-        raise RecipeError(path, f"{where}.repo", "missing: the repository the results are measured in")
-    if t.get("max_bisections_per_day", 1) < 0:
-        raise RecipeError(path, f"{where}.max_bisections_per_day", "expected 0 or more")
-    if t.get("max_series", 1) < 1:
-        raise RecipeError(path, f"{where}.max_series", "expected 1 or more")
-    detect = t.get("detect", {})
-    if not isinstance(detect, dict):
-        raise RecipeError(path, f"{where}.detect", "expected a table of detection settings")
-    try:
-        settings = detect_settings(detect, f"{path}: {where}.detect")
-    except InputError as exc:
-        raise RecipeError(path, f"{where}.detect", str(exc).split(": ", 2)[-1]) from None
-    rules = t.get("map", [])
-    if not isinstance(rules, list):
-        raise RecipeError(path, f"{where}.map", "expected a list of {pattern, recipe, benchmark} tables")
-    return ProjectConfig(
-        name=name,
-        repo=t["repo"],
-        branch=t.get("branch", "HEAD"),
-        file_issue=t.get("file_issue"),
-        bisect_improvements=t.get("bisect_improvements", False),
-        max_bisections_per_day=t.get("max_bisections_per_day", DEFAULT_MAX_BISECTIONS_PER_DAY),
-        max_series=t.get("max_series", DEFAULT_MAX_SERIES),
-        detect=settings,
-        map=tuple(_rule(path, f"{where}.map[{i}]", r) for i, r in enumerate(rules)),
-    )
-
-
-def _rule(path: Path, where: str, r: Any) -> MapRule:
-    if not isinstance(r, dict):
-        raise RecipeError(path, where, "expected a table {pattern, recipe, benchmark}")
-    unknown = sorted(set(r) - set(_MAP_KEYS))
-    if unknown:
-        raise RecipeError(path, f"{where}.{unknown[0]}", f"unknown key; expected {', '.join(_MAP_KEYS)}")
-    for key in ("pattern", "recipe"):
-        if not isinstance(r.get(key), str) or not r[key]:
-            raise RecipeError(path, f"{where}.{key}", "expected a non-empty string")
-    if "benchmark" in r and (not isinstance(r["benchmark"], str) or not r["benchmark"]):
-        raise RecipeError(path, f"{where}.benchmark", "expected a non-empty string")
-    return MapRule(r["pattern"], r["recipe"], r.get("benchmark"))
+        raise FieldError(where, "a project name is letters, digits, . _ - (at most 100)")
+    if isinstance(t, dict) and "name" in t:
+        raise FieldError(f"{where}.name", "unknown key (a project's name is its table's name)")
+    project: ProjectConfig = decode(ProjectConfig, {**t, "name": name} if isinstance(t, dict) else t, where, strict=True)
+    return project

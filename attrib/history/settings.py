@@ -1,39 +1,43 @@
-"""Detection settings from text (`attrib detect --setting KEY=VALUE`, the daemon config's
-`[history.projects.NAME.detect]` table): the keys are DetectSettings' own fields, so a
-setting the detector gains is settable without touching this file."""
+"""Detection settings from text (`attrib detect --setting KEY=VALUE`): the keys are
+DetectSettings' own fields, decoded by the one decoder as the daemon config's
+`[history.projects.NAME.detect]` table is, so a setting the detector gains is settable
+without touching this file."""
 
 from __future__ import annotations
 
-import dataclasses
+import typing
 from collections.abc import Mapping
 from typing import Any
 
+from attrib.codec import config_errors, decode
 from attrib.core.detect import DetectSettings
 from attrib.errors import InputError
 
 
-def detect_settings(values: Mapping[str, Any], where: str) -> DetectSettings:
-    defaults = DetectSettings()
-    known = {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(DetectSettings)}
-    out: dict[str, Any] = {}
-    for key, raw in values.items():
-        if key not in known:
-            raise InputError(f"{where}: key '{key}': unknown detection setting; expected one of: {', '.join(known)}")
-        kind = known[key]
+def detect_settings(values: Mapping[str, Any], source: str) -> DetectSettings:
+    """Detection settings from `KEY=VALUE` text, each value read as its field's type, then
+    decoded as the daemon config's detect table is (attrib/codec.py): ConfigError naming
+    `source` and the key."""
+    hints = typing.get_type_hints(DetectSettings)
+    parsed = {key: _from_text(hints.get(key), raw) for key, raw in values.items()}
+    with config_errors(source):
+        settings: DetectSettings = decode(DetectSettings, parsed, strict=True)
+    return settings
+
+
+def _from_text(kind: Any, raw: Any) -> Any:
+    # Text that does not read as the field's type stays text: the decoder then says what the
+    # key expected and what it got.
+    if not isinstance(raw, str):
+        return raw
+    if kind is bool:
+        return {"true": True, "false": False}.get(raw.strip().lower(), raw)
+    if kind in (int, float):
         try:
-            if kind is bool:
-                value: Any = raw if isinstance(raw, bool) else {"true": True, "false": False}[str(raw).lower()]
-            elif kind in (int, float) and isinstance(raw, bool):
-                raise ValueError
-            else:
-                value = kind(raw)
-        except (ValueError, TypeError, KeyError):
-            raise InputError(f"{where}: key '{key}': {raw!r}: expected {kind.__name__}") from None
-        out[key] = value
-    try:
-        return DetectSettings(**out)
-    except (ValueError, TypeError) as exc:  # the detector checks its own ranges
-        raise InputError(f"{where}: {exc}") from None
+            return kind(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 def parse_pairs(pairs: list[str] | None, option: str) -> dict[str, str]:

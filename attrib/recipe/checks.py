@@ -1,54 +1,53 @@
-"""The checks a recipe table is validated with: each a predicate and the words for what it
-expects, so every error names the key and the expectation in one line (RecipeError)."""
+"""The types a recipe table is declared with: each an `Annotated` type whose `Rule` says what it
+expects, decoded by attrib's one decoder (attrib/codec.py), so every error names the file, the
+dotted key and the expectation in one line (ConfigError)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from attrib.errors import RecipeError
+from attrib.codec import NonEmptyStr, PositiveInt, PositiveNumber, Rule, config_errors, decode_table
 
-Check = tuple[Callable[[Any], bool], str]
+# A key's declared type; a table is {key: (type, required)}.
+Check = Any
 
-_STR: Check = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
-_OPT_STR: Check = (lambda v: isinstance(v, str), "a string")
-_POS_NUM: Check = (
-    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-    "a positive number",
-)
-_POS_INT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer")
-_STR_LIST: Check = (
-    lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x for x in v),
-    "a non-empty list of non-empty strings",
-)
-_STR_TABLE: Check = (
-    lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
-    "a table of string values",
-)
+
+def _rule(tp: Any, ok: Callable[[Any], bool], expected: str) -> Check:
+    return Annotated[tp, Rule(ok, expected)]
+
+
+def _anything(_: Any) -> bool:
+    return True
+
+
+def relative_path(v: str) -> bool:
+    """A path inside the checkout: not absolute, no '..'."""
+    return v != "" and not v.startswith("/") and ".." not in Path(v).parts
+
+
+_STR: Check = NonEmptyStr
+_OPT_STR: Check = _rule(str, _anything, "a string")
+_POS_NUM: Check = PositiveNumber
+_POS_INT: Check = PositiveInt
+_NON_NEG_INT: Check = _rule(int, lambda v: v >= 0, "a non-negative integer")
+_BOOL: Check = _rule(bool, _anything, "true or false")
+_STR_LIST: Check = _rule(tuple[str, ...], lambda v: len(v) > 0 and all(v), "a non-empty list of non-empty strings")
+_OPT_STR_LIST: Check = _rule(tuple[str, ...], all, "a list of non-empty strings")
+_STR_TABLE: Check = _rule(Mapping[str, str], _anything, "a table of string values")
+
+
+def _table(words: str) -> Check:
+    return _rule(Mapping[str, Any], _anything, words)
 
 
 def _enum(values: tuple[str, ...]) -> Check:
-    return (lambda v: v in values, "one of " + ", ".join(f'"{x}"' for x in values))
+    return _rule(str, lambda v: v in values, "one of " + ", ".join(f'"{x}"' for x in values))
 
 
-_BOOL: Check = (lambda v: isinstance(v, bool), "true or false")
-_NON_NEG_INT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a non-negative integer")
-_OPT_STR_LIST: Check = (
-    lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v),
-    "a list of non-empty strings",
-)
-
-
-def _check_table(path: Path, prefix: str, table: dict[str, Any], spec: dict[str, tuple[Check, bool]]) -> None:
-    for key in table:
-        if key not in spec:
-            known = ", ".join(spec)
-            raise RecipeError(path, prefix + key, f"unknown key (expected one of: {known})")
-    for key, ((ok, expected), required) in spec.items():
-        if key not in table:
-            if required:
-                raise RecipeError(path, prefix + key, f"missing; expected {expected}")
-            continue
-        if not ok(table[key]):
-            raise RecipeError(path, prefix + key, f"expected {expected}, got {table[key]!r}")
+def _check_table(path: Path, prefix: str, table: Any, spec: dict[str, tuple[Check, bool]]) -> dict[str, Any]:
+    """The table's keys decoded by their declared types (lists become tuples, integers floats
+    where a number is declared); ConfigError on an unknown, missing or ill-typed key."""
+    with config_errors(path):
+        return decode_table({k: tp for k, (tp, _) in spec.items()}, {k for k, (_, req) in spec.items() if req}, table, prefix.rstrip("."))

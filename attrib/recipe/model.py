@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from attrib.core.model import BlockStatistic, Direction, SearchMethod
-from attrib.errors import RecipeError
+from attrib.errors import ConfigError
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.slurm import SlurmSpec
 
@@ -21,7 +21,7 @@ SCHEMA_VERSION = 1
 DEFAULT_BUILD_TIMEOUT_S = 600.0
 DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
-DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has its own)
+DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has DEFAULT_DETECT_MIN_CHANGE_PCT)
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
@@ -132,6 +132,7 @@ class BenchmarkSpec:
     direction: Direction = Direction.LOWER
     timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     reps: int = DEFAULT_REPS
+    adapt_reps: bool = True  # the posterior search may choose another number per run (docs/statistics.md)
     min_change_pct: float = DEFAULT_BISECT_MIN_CHANGE_PCT
     ignore_below_pct: float | None = None  # a step this small is never named; None: half the minimum
     block_statistic: BlockStatistic = BlockStatistic.FASTER_HALF
@@ -165,10 +166,10 @@ class Recipe:
         if name is None:
             if len(self.benchmarks) > 1:
                 names = ", ".join(b.name for b in self.benchmarks)
-                raise RecipeError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
+                raise ConfigError(self.path, "benchmark", f"several benchmarks ({names}): choose one with --benchmark")
             return self.benchmarks[0]
         for bench in self.benchmarks:
             if bench.name == name:
                 return bench
         names = ", ".join(b.name for b in self.benchmarks)
-        raise RecipeError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")
+        raise ConfigError(self.path, "benchmark", f"no benchmark named '{name}' (have: {names})")

@@ -1,5 +1,5 @@
 """Reading a recipe: TOML → the records of model.py. Validation is strict and happens on load:
-an unknown key, a missing key or a wrong type is one `RecipeError` naming the file, the dotted
+an unknown key, a missing key or a wrong type is one `ConfigError` naming the file, the dotted
 key and what was expected.
 """
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from attrib.core.model import BlockStatistic, Direction, SearchMethod
-from attrib.errors import RecipeError
+from attrib.errors import ConfigError
 from attrib.formats.gbench import GbenchTime
 from attrib.recipe.checks import (
     _BOOL,
@@ -24,6 +25,9 @@ from attrib.recipe.checks import (
     Check,
     _check_table,
     _enum,
+    _rule,
+    _table,
+    relative_path,
 )
 from attrib.recipe.model import (
     BLOCK_STATISTICS,
@@ -56,30 +60,23 @@ from attrib.recipe.model import (
 from attrib.recipe.slurm import _parse_slurm
 from attrib.suite import SUITE
 
-# --- a tiny declarative checker: each key has a type check and an expectation text ---------
+# --- each table declared key by key: the type and what it expects (recipe/checks.py) ----------
 
 _TOP: dict[str, tuple[Check, bool]] = {
-    "schema": ((lambda v: type(v) is int and v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
+    "schema": (_rule(int, lambda v: v == SCHEMA_VERSION, f"the integer {SCHEMA_VERSION}"), True),
     "name": (_STR, True),
     "description": (_OPT_STR, False),
-    "build": ((lambda v: isinstance(v, dict), "a table [build]"), True),
-    "benchmark": (
-        (lambda v: isinstance(v, list) and len(v) > 0, "at least one [[benchmark]] table"),
-        True,
-    ),
-    "slurm": ((lambda v: isinstance(v, dict), "a table [slurm]"), False),
-    "search": ((lambda v: isinstance(v, dict), "a table [search]"), False),
+    "build": (_table("a table [build]"), True),
+    "benchmark": (_rule(tuple[Any, ...], lambda v: len(v) > 0, "at least one [[benchmark]] table"), True),
+    "slurm": (_table("a table [slurm]"), False),
+    "search": (_table("a table [search]"), False),
 }
-_MEMORY: Check = (
-    lambda v: isinstance(v, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None,
-    'a memory size such as "4g" or "512m"',
+_MEMORY: Check = _rule(
+    str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None, 'a memory size such as "4g" or "512m"'
 )
-_GLOBS: Check = (
-    lambda v: (
-        isinstance(v, list)
-        and len(v) > 0
-        and all(isinstance(x, str) and x != "" and not x.startswith("/") and ".." not in Path(x).parts for x in v)
-    ),
+_GLOBS: Check = _rule(
+    tuple[str, ...],
+    lambda v: len(v) > 0 and all(relative_path(x) for x in v),
     'a non-empty list of globs relative to the checkout, such as ["bench", "lib/*.so"]',
 )
 _BUILD: dict[str, tuple[Check, bool]] = {
@@ -95,16 +92,14 @@ _BUILD: dict[str, tuple[Check, bool]] = {
 }
 _SEARCH: dict[str, tuple[Check, bool]] = {
     "paths": (
-        (
-            lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) and x and not x.startswith("/") for x in v),
+        _rule(
+            tuple[str, ...],
+            lambda v: len(v) > 0 and all(x and not x.startswith("/") for x in v),
             'a non-empty list of paths relative to the repository, such as ["kernels/", "include/"]',
         ),
         False,
     ),
-    "budget": (
-        (lambda v: isinstance(v, str) and parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'),
-        False,
-    ),
+    "budget": (_rule(str, lambda v: parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'), False),
     "method": (_enum(tuple(m.value for m in SearchMethod)), False),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
@@ -115,79 +110,68 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "direction": (_enum(tuple(d.value for d in Direction)), False),
     "timeout_s": (_POS_NUM, False),
     "reps": (_POS_INT, False),
+    "adapt_reps": (_BOOL, False),
     "min_change_pct": (_POS_NUM, False),
     "ignore_below_pct": (_POS_NUM, False),
     "block_statistic": (_enum(BLOCK_STATISTICS), False),
-    "cupy": ((lambda v: isinstance(v, dict), "a table [benchmark.cupy]"), False),
-    "gbench": ((lambda v: isinstance(v, dict), "a table [benchmark.gbench]"), False),
-    "nvbench": ((lambda v: isinstance(v, dict), "a table [benchmark.nvbench]"), False),
+    "cupy": (_table("a table [benchmark.cupy]"), False),
+    "gbench": (_table("a table [benchmark.gbench]"), False),
+    "nvbench": (_table("a table [benchmark.nvbench]"), False),
 }
-_REL_PATH: Check = (
-    lambda v: isinstance(v, str) and v != "" and not v.startswith("/") and ".." not in Path(v).parts,
-    "a path relative to the checkout (no '..')",
-)
-_ARCH: Check = (
-    lambda v: (
-        isinstance(v, list)
-        and len(v) > 0
-        and all(isinstance(x, str) and re.fullmatch(r"(sm|compute)_\d+a?", x) for x in v)
-    ),
+_REL_PATH: Check = _rule(str, relative_path, "a path relative to the checkout (no '..')")
+_ARCH: Check = _rule(
+    tuple[str, ...],
+    lambda v: len(v) > 0 and all(re.fullmatch(r"(sm|compute)_\d+a?", x) for x in v),
     'a non-empty list of architectures such as ["sm_90"]',
 )
-_DEFINES: Check = (
-    lambda v: (
-        isinstance(v, dict)
-        and all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v)
-        and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v.values())
-    ),
+_DEFINES: Check = _rule(
+    Mapping[str, str | int],
+    lambda v: all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in v),
     "a table of macro names to string or integer values",
 )
 _CUPY: dict[str, tuple[Check, bool]] = {
     "kernel": (_enum(tuple(SUITE)), True),
     "dtype": (_STR, False),
-    "shape": ((lambda v: isinstance(v, dict), "a table of problem sizes"), False),
+    "shape": (_table("a table of problem sizes"), False),
     "source": (_REL_PATH, False),
     "binary": (_REL_PATH, False),
     "function": (_STR, False),
     "defines": (_DEFINES, False),
     "include_dirs": (
-        (lambda v: isinstance(v, list) and all(_REL_PATH[0](x) for x in v), "a list of paths relative to the checkout"),
+        _rule(tuple[str, ...], lambda v: all(relative_path(x) for x in v), "a list of paths relative to the checkout"),
         False,
     ),
     "mode": (_enum(CUPY_MODES), False),
     "arch": (_ARCH, False),
     "metric": (_enum(CUPY_METRICS), False),
     "block_ms": (_POS_NUM, False),
-    "throttle_fraction": (
-        (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1, "a number in [0, 1)"),
-        False,
-    ),
+    "throttle_fraction": (_rule(float, lambda v: 0 <= v < 1, "a number in [0, 1)"), False),
 }
 
 
 def _parse_cupy(path: Path, prefix: str, table: dict[str, Any]) -> CupySpec:
-    _check_table(path, prefix, table, _CUPY)
+    table = _check_table(path, prefix, table, _CUPY)
     kdef = SUITE[table["kernel"]]
     dtype = table.get("dtype", kdef.dtypes[0])
     if dtype not in kdef.dtypes:
-        raise RecipeError(
+        raise ConfigError(
             path, prefix + "dtype", f"kernel {kdef.name} takes dtype " + " or ".join(f'"{d}"' for d in kdef.dtypes)
         )
     shape = table.get("shape", {})
     if problem := kdef.shape_errors(shape):
-        raise RecipeError(path, prefix + "shape", problem)
+        raise ConfigError(path, prefix + "shape", problem)
     if "source" in table and "binary" in table:
-        raise RecipeError(
+        raise ConfigError(
             path, prefix + "binary", "give either source (compiled by attrib) or binary (built by the tree), not both"
         )
     if "function" in table and len(kdef.entries({**kdef.default_shape, **shape}, dtype)) > 1:
-        raise RecipeError(
+        raise ConfigError(
             path,
             prefix + "function",
             f"kernel {kdef.name} launches several functions; rename them in the source instead",
         )
     if "binary" in table and table.get("metric", "time") != "time":
-        raise RecipeError(
+        raise ConfigError(
             path, prefix + "metric", "static metrics need a source attrib compiles, not a prebuilt binary"
         )
     return CupySpec(
@@ -207,24 +191,21 @@ def _parse_cupy(path: Path, prefix: str, table: dict[str, Any]) -> CupySpec:
     )
 
 
-def _regex(v: Any) -> bool:
+def _regex(v: str) -> bool:
     try:
         re.compile(v)
-    except (re.error, TypeError):
+    except re.error:
         return False
-    return isinstance(v, str) and v != ""
+    return v != ""
 
 
 _GBENCH: dict[str, tuple[Check, bool]] = {
-    "filter": ((_regex, "a non-empty regular expression (--benchmark_filter)"), True),
+    "filter": (_rule(str, _regex, "a non-empty regular expression (--benchmark_filter)"), True),
     "time": (_enum(GBENCH_TIMES), False),
 }
-_AXES: Check = (
-    lambda v: (
-        isinstance(v, dict)
-        and all(k and "=" not in k and "[" not in k for k in v)
-        and all(isinstance(x, (str, int)) and not isinstance(x, bool) and str(x) != "" for x in v.values())
-    ),
+_AXES: Check = _rule(
+    Mapping[str, str | int],
+    lambda v: all(k and "=" not in k and "[" not in k for k in v) and all(str(x) != "" for x in v.values()),
     'a table of axis names to values as NVBench prints them, such as { T = "F32", Elements = "2^24" }',
 )
 _NVBENCH: dict[str, tuple[Check, bool]] = {
@@ -241,16 +222,14 @@ def _parse_tool_table(
     """[benchmark.gbench] / [benchmark.nvbench]: required by their runner, refused elsewhere."""
     for tool in (RunnerKind.GBENCH, RunnerKind.NVBENCH):
         if runner == tool and tool not in bench_t:
-            raise RecipeError(path, prefix + tool, f'missing; runner "{tool}" needs a [benchmark.{tool}] table')
+            raise ConfigError(path, prefix + tool, f'missing; runner "{tool}" needs a [benchmark.{tool}] table')
         if runner != tool and tool in bench_t:
-            raise RecipeError(path, prefix + tool, f'only for runner = "{tool}"')
+            raise ConfigError(path, prefix + tool, f'only for runner = "{tool}"')
     if runner == RunnerKind.GBENCH:
-        table = bench_t["gbench"]
-        _check_table(path, prefix + "gbench.", table, _GBENCH)
+        table = _check_table(path, prefix + "gbench.", bench_t["gbench"], _GBENCH)
         return GbenchSpec(filter=table["filter"], time=GbenchTime(table.get("time", GbenchTime.REAL))), None
     if runner == RunnerKind.NVBENCH:
-        table = bench_t["nvbench"]
-        _check_table(path, prefix + "nvbench.", table, _NVBENCH)
+        table = _check_table(path, prefix + "nvbench.", bench_t["nvbench"], _NVBENCH)
         axes = {k: str(v) for k, v in table.get("axes", {}).items()}
         return None, NvbenchSpec(
             benchmark=table["benchmark"],
@@ -262,31 +241,29 @@ def _parse_tool_table(
 
 
 def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
-    _check_table(path, "", data, _TOP)
-    build_t = data["build"]
-    _check_table(path, "build.", build_t, _BUILD)
-    search_t = data.get("search", {})
-    _check_table(path, "search.", search_t, _SEARCH)
+    data = _check_table(path, "", data, _TOP)
+    build_t = _check_table(path, "build.", data["build"], _BUILD)
+    search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
     if "image" in build_t and "dockerfile" in build_t:
-        raise RecipeError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
+        raise ConfigError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
     for i, bench_t in enumerate(data["benchmark"]):
         prefix = f"benchmark[{i}]."
         if not isinstance(bench_t, dict):
-            raise RecipeError(path, f"benchmark[{i}]", "expected a table")
-        _check_table(path, prefix, bench_t, _BENCH)
+            raise ConfigError(path, f"benchmark[{i}]", "expected a table")
+        bench_t = _check_table(path, prefix, bench_t, _BENCH)
         runner = RunnerKind(bench_t["runner"])
         if runner != RunnerKind.CUPY and "command" not in bench_t:
-            raise RecipeError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
+            raise ConfigError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
         if runner == RunnerKind.CUPY and "command" in bench_t:
-            raise RecipeError(
+            raise ConfigError(
                 path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
             )
         if runner == RunnerKind.CUPY and "cupy" not in bench_t:
-            raise RecipeError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
+            raise ConfigError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
         if runner != RunnerKind.CUPY and "cupy" in bench_t:
-            raise RecipeError(path, prefix + "cupy", 'only for runner = "cupy"')
+            raise ConfigError(path, prefix + "cupy", 'only for runner = "cupy"')
         cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == RunnerKind.CUPY else None
         gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
         default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
@@ -294,11 +271,11 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             default_unit = DEFAULT_GBENCH_UNIT if gbench else DEFAULT_NVBENCH_UNIT
             if bench_t.get("unit", default_unit) not in TIME_UNITS:
                 units = ", ".join(f'"{u}"' for u in TIME_UNITS)
-                raise RecipeError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
+                raise ConfigError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
         if "ignore_below_pct" in bench_t and bench_t["ignore_below_pct"] >= bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT):
-            raise RecipeError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
+            raise ConfigError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
         if bench_t["name"] in seen:
-            raise RecipeError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
+            raise ConfigError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
         benches.append(
             BenchmarkSpec(
@@ -309,6 +286,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
                 timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
                 reps=int(bench_t.get("reps", DEFAULT_REPS)),
+                adapt_reps=bool(bench_t.get("adapt_reps", True)),
                 min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT)),
                 ignore_below_pct=float(bench_t["ignore_below_pct"]) if "ignore_below_pct" in bench_t else None,
                 block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
@@ -355,11 +333,11 @@ def load_recipe(path: Path) -> Recipe:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise RecipeError(path, "", "recipe file not found") from None
+        raise ConfigError(path, "", "recipe file not found") from None
     except OSError as exc:
-        raise RecipeError(path, "", f"cannot read recipe ({exc.strerror})") from None
+        raise ConfigError(path, "", f"cannot read recipe ({exc.strerror})") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RecipeError(path, "", f"not valid TOML ({exc})") from None
+        raise ConfigError(path, "", f"not valid TOML ({exc})") from None
     return parse_recipe(data, path)

@@ -8,11 +8,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attrib.errors import RecipeError
-from attrib.recipe.checks import _BOOL, _NON_NEG_INT, _OPT_STR_LIST, _POS_INT, _POS_NUM, _STR, Check, _check_table
+from attrib.errors import ConfigError
+from attrib.recipe.checks import (
+    _BOOL,
+    _NON_NEG_INT,
+    _OPT_STR_LIST,
+    _POS_INT,
+    _POS_NUM,
+    _STR,
+    Check,
+    _check_table,
+    _rule,
+)
 
 DEFAULT_SLURM_ROUND_TIME_MIN = 60  # wall-clock limit of one measurement round's allocation
-DEFAULT_SLURM_MAX_BUILDS = 8  # builds in flight as separate jobs (also capped by --jobs)
+DEFAULT_SLURM_MAX_BUILDS = 8  # builds in flight as separate Slurm jobs (also capped by --probes)
 DEFAULT_SLURM_MAX_RETRIES = 2  # resubmissions of a build whose job Slurm lost (node down, preempted...)
 DEFAULT_SLURM_START_TIMEOUT_S = 3600.0  # a job still pending after this is a failed start
 # sbatch options attrib sets itself: sbatch_args may not override them.
@@ -62,7 +72,7 @@ _SLURM: dict[str, tuple[Check, bool]] = {
     "sbatch_args": (_OPT_STR_LIST, False),
     "container_image": (_STR, False),
     "container_mounts": (_OPT_STR_LIST, False),
-    "shared_dir": ((lambda v: isinstance(v, str) and v.startswith("/"), "an absolute path"), False),
+    "shared_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path"), False),
     "max_builds": (_POS_INT, False),
     "max_retries": (_NON_NEG_INT, False),
     "start_timeout_s": (_POS_NUM, False),
@@ -71,22 +81,22 @@ _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]*)(=.+)?")
 
 
 def _parse_slurm(path: Path, table: dict[str, Any]) -> SlurmSpec:
-    _check_table(path, "slurm.", table, _SLURM)
+    table = _check_table(path, "slurm.", table, _SLURM)
     for i, arg in enumerate(table.get("sbatch_args", ())):
         # Long options only, one list element each: no shell ever sees them, and attrib's own
         # options (names, outputs, placement) cannot be overridden behind its back.
         m = _SBATCH_ARG.fullmatch(arg)
         if m is None:
-            raise RecipeError(path, f"slurm.sbatch_args[{i}]", f'expected a long option such as "--mem=8G", got {arg!r}')
+            raise ConfigError(path, f"slurm.sbatch_args[{i}]", f'expected a long option such as "--mem=8G", got {arg!r}')
         if f"--{m.group(1)}" in SLURM_RESERVED_ARGS:
-            raise RecipeError(
+            raise ConfigError(
                 path, f"slurm.sbatch_args[{i}]", f"--{m.group(1)} is set by attrib (use the [slurm] keys in docs/slurm.md)"
             )
     for i, mount in enumerate(table.get("container_mounts", ())):
         if not mount.startswith("/") or "," in mount:
-            raise RecipeError(path, f"slurm.container_mounts[{i}]", f'expected "/src[:/dst[:flags]]" without commas, got {mount!r}')
+            raise ConfigError(path, f"slurm.container_mounts[{i}]", f'expected "/src[:/dst[:flags]]" without commas, got {mount!r}')
     if "container_mounts" in table and "container_image" not in table:
-        raise RecipeError(path, "slurm.container_mounts", "only with slurm.container_image")
+        raise ConfigError(path, "slurm.container_mounts", "only with slurm.container_image")
     return SlurmSpec(
         partition=table.get("partition"),
         account=table.get("account"),

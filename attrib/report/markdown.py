@@ -1,4 +1,4 @@
-"""Markdown from a result (the typed records, never the engine's live objects), so a stored
+"""Markdown from a result (the typed records, never the search driver's live objects), so a stored
 result re-renders exactly.
 
 The first screen is what an engineer reads in the tracker: the headline, a sparkline, the
@@ -69,21 +69,20 @@ def _revert_text(rv: RevertRecord) -> str:
 
 
 def _executor_line(ex: ExecutorInfo) -> str:
-    if ex.name == "docker":
-        digest = ex.digests[0] if ex.digests else None
-        gpus = "with GPUs" if ex.gpus else "without GPUs"
+    if ex.docker is not None:
+        digest = ex.docker.digests[0] if ex.docker.digests else None
+        gpus = "with GPUs" if ex.docker.gpus else "without GPUs"
         return (
-            f"- executor: docker, image `{ex.image}` id `{ex.image_id}`"
+            f"- executor: docker, image `{ex.docker.image}` id `{ex.docker.image_id}`"
             + (f" digest `{digest}`" if digest else "")
             + f", benchmarks ran {gpus}"
         )
-    if ex.name == "slurm":  # where the rounds ran (a round is paired on one node only)
-        rounds = ex.extra.get("rounds", [])
-        per_node = Counter(r["node"] for r in rounds if r.get("node"))
-        lost = sum(1 for r in rounds if r.get("fault"))
+    if ex.slurm is not None:  # where the rounds ran (a round is paired on one node only)
+        per_node = Counter(r.node for r in ex.slurm.rounds if r.node)
+        lost = sum(1 for r in ex.slurm.rounds if r.fault)
         nodes = ", ".join(f"`{n}` {k}" for n, k in sorted(per_node.items())) or "none"
         return (
-            f"- executor: slurm, partition {ex.extra.get('partition')}, {ex.extra.get('jobs_submitted', 0)} jobs; "
+            f"- executor: slurm, partition {ex.slurm.partition}, {ex.slurm.jobs_submitted} jobs; "
             f"rounds per node: {nodes}" + (f"; {lost} round(s) lost their allocation" if lost else "")
         )
     return f"- executor: {ex.name}"

@@ -181,6 +181,8 @@ def blocks_text(choice: BlockChoice) -> str:
             return f"samples per run: kept at {c.reps}{spreads}: the samples are not times, so what a run costs beside them is unknown"
         case BlockReason.FIXED:
             return f"samples per run: kept at {c.reps}: this runner cannot be asked for another number"
+        case BlockReason.PINNED:
+            return f"samples per run: kept at {c.reps}: the recipe pins it (adapt_reps = false)"
         case BlockReason.TOO_FEW_RUNS:
             return f"samples per run: kept at {c.reps}: too few runs before the search to tell the spreads apart"
     raise AssertionError(c.reason)

@@ -26,10 +26,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attrib.codec import decode, encode
 from attrib.core.model import Direction, SearchMethod
 from attrib.core.stats import below_minimum, to_shift
 from attrib.errors import FieldError, ResultFormatError
-from attrib.result.codec import decode, encode
+from attrib.evaluate.executors.base import ExecutorKind
 from attrib.result.types import (
     RESULT_SCHEMA,
     BisectResult,
@@ -41,16 +42,10 @@ from attrib.result.types import (
     ResultKind,
 )
 
-_EXECUTOR_KNOWN = ("image", "image_id", "digests", "gpus")
-
 
 def _flat_executor(ex: ExecutorInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": ex.name}
-    for key in _EXECUTOR_KNOWN:
-        value = getattr(ex, key)
-        if value not in (None, ()):
-            out[key] = encode(value)
-    return {**out, **encode(ex.extra)}
+    # `name` beside the description's keys, as every schema has written it
+    return {"name": ex.name.value, **(encode(ex.description) if ex.description is not None else {})}
 
 
 def _flat_environment(env: Environment) -> dict[str, Any]:
@@ -145,13 +140,30 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate
 
 def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
     ex = doc.get("executor")
-    if isinstance(ex, dict):
-        known = {k: ex[k] for k in ("name", *_EXECUTOR_KNOWN) if k in ex}
-        doc["executor"] = {**known, "extra": {k: v for k, v in ex.items() if k not in known}}
+    if isinstance(ex, dict) and ex.get("name") in tuple(ExecutorKind):
+        # the flat keys are the description of the executor `name` says (ExecutorInfo's field
+        # of that name); a wrong name is left for the decoder to name
+        doc["executor"] = {"name": ex["name"], ex["name"]: {k: v for k, v in ex.items() if k != "name"}}
     env = doc.get("environment")
     if isinstance(env, dict):
         doc["environment"] = {"gpu": env.get("gpu", []), "extra": {k: v for k, v in env.items() if k != "gpu"}}
     return doc
+
+
+def document_kind(data: Any) -> ResultKind | None:
+    """Which of attrib's documents `data` says it is, without reading it (from_json does that):
+    None when it is none of them. For telling attrib's JSON from other formats (history ingestion)."""
+    if not isinstance(data, dict):
+        return None
+    schema = data.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int) or not 1 <= schema <= RESULT_SCHEMA:
+        return None
+    if schema == 1:  # no `kind` yet: the fields tell, as in _migrate_1_to_2
+        if "status" in data and "commits" in data:
+            return ResultKind.BISECT
+        return ResultKind.COMPARE if "candidate" in data and "verdict" in data else None
+    kind = data.get("kind")
+    return ResultKind(kind) if kind in tuple(ResultKind) else None
 
 
 def from_json(data: Any, source: object = "result") -> Result:
@@ -183,7 +195,16 @@ def from_json(data: Any, source: object = "result") -> Result:
         result: BisectResult = decode(BisectResult, _unflatten(doc))
         return result
     except FieldError as exc:
-        raise ResultFormatError(source, exc.path, exc.expected) from None
+        raise ResultFormatError(source, _flat_path(exc.path), exc.expected) from None
+
+
+def _flat_path(path: str) -> str:
+    """The field as the document spells it: `executor.slurm.rounds[0]` is `executor.rounds[0]`."""
+    for kind in ExecutorKind:
+        for inner in (f"executor.{kind.value}.", f"executor.{kind.value}"):
+            if path.startswith(inner):
+                return "executor" + ("." if inner.endswith(".") else "") + path[len(inner):]
+    return path
 
 
 def load_result(path: Path) -> Result:

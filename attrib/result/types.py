@@ -18,6 +18,14 @@ from attrib.core.blocks import BlockChoice
 from attrib.core.model import (
     Cause, DecisionRule, Direction, Note, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode,
 )
+from attrib.evaluate.executors.base import (
+    DESCRIPTIONS,
+    DockerDescription,
+    ExecutorDescription,
+    ExecutorKind,
+    LocalDescription,
+    SlurmDescription,
+)
 
 RESULT_SCHEMA = 3
 
@@ -174,7 +182,7 @@ class Settings:
     reps: int
     seed: int
     executor: str
-    jobs: int = 1  # commits proposed per search step (`--jobs`/`--probes`)
+    jobs: int = 1  # the probes: commits proposed per search step (`--probes`); the key every schema wrote
     verify: VerifyMode = VerifyMode.CONFIRM
     search: SearchMethod = SearchMethod.SEQUENTIAL  # `[search] method` (schema 2 knew only the sequential one)
     ignore_below_pct: float | None = None  # a step this small is never named; None: no zone (the sequential search)
@@ -216,15 +224,32 @@ class Environment:
 
 @dataclass(frozen=True)
 class ExecutorInfo:
-    """Where builds and runs happened, as the executor describes itself (`Executor.describe`);
-    keys an executor adds beyond these stay in `extra`. In JSON one flat object."""
+    """Where builds and runs happened: the executor's kind and its own typed description of it
+    (`Executor.describe`, evaluate/executors/base.py), in the field named after the kind; the
+    others are None. In JSON one flat object: `name` beside the description's keys."""
 
-    name: str
-    image: str | None = None
-    image_id: str | None = None
-    digests: tuple[str, ...] = ()
-    gpus: bool | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    name: ExecutorKind
+    local: LocalDescription | None = None
+    docker: DockerDescription | None = None
+    slurm: SlurmDescription | None = None
+
+    @classmethod
+    def of(cls, name: ExecutorKind, description: ExecutorDescription | None) -> ExecutorInfo:
+        """None (nothing described, as in a simulation): the kind's empty description, which is
+        also what its JSON (`{"name": ...}`) reads back as."""
+        described = description if description is not None else DESCRIPTIONS[name]()
+        if not isinstance(described, DESCRIPTIONS[name]):
+            raise TypeError(f"a {name} executor described itself as {type(described).__name__}")  # a bug
+        return cls(
+            name,
+            local=described if isinstance(described, LocalDescription) else None,
+            docker=described if isinstance(described, DockerDescription) else None,
+            slurm=described if isinstance(described, SlurmDescription) else None,
+        )
+
+    @property
+    def description(self) -> ExecutorDescription | None:
+        return {ExecutorKind.LOCAL: self.local, ExecutorKind.DOCKER: self.docker, ExecutorKind.SLURM: self.slurm}[self.name]
 
 
 @dataclass(frozen=True)
@@ -332,7 +357,7 @@ class CompareResult:
 
     benchmark: str
     comparison: ComparisonRecord
-    # What makes a comparison a pair of history points (formats/attrib_result.py): the unit,
+    # What makes a comparison a pair of history points (history/attrib_result.py): the unit,
     # the direction and each side's median (sha -> value); empty in documents written before.
     unit: str = ""
     direction: str = ""

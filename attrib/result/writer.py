@@ -24,6 +24,7 @@ from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Ve
 from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.outcome import Outcome, RevertCheck
 from attrib.recipe import BenchmarkSpec, Recipe
@@ -71,9 +72,9 @@ class RunContext:
     workdir: Path
     wall_s: float
     builds_fresh: int
-    jobs: int = 1
+    probes: int = 1  # commits proposed per search step (--probes)
     verify: VerifyMode = VerifyMode.CONFIRM
-    executor_info: Mapping[str, object] | None = None
+    executor_info: ExecutorDescription | None = None  # the executor's own (Executor.describe)
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,8 @@ def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
         "--executor", ctx.executor,
         "--seed", str(ctx.seed),
     ]  # fmt: skip
-    if ctx.jobs > 1:
-        argv += ["--jobs", str(ctx.jobs)]
+    if ctx.probes > 1:
+        argv += ["--probes", str(ctx.probes)]
     if ctx.verify != "confirm":
         argv += ["--verify", ctx.verify]
     return shlex.join(argv)
@@ -197,18 +198,8 @@ def compare_command(ctx: RunContext, reference: str, candidate: str) -> str:
     return shlex.join(argv)
 
 
-def _executor(name: str, info: Mapping[str, Any] | None) -> ExecutorInfo:
-    info = dict(info or {})
-    digests = info.pop("digests", None) or ()
-    gpus = info.pop("gpus", None)
-    return ExecutorInfo(
-        name=name,
-        image=info.pop("image", None),
-        image_id=info.pop("image_id", None),
-        digests=tuple(str(d) for d in digests),  # type: ignore[attr-defined]
-        gpus=None if gpus is None else bool(gpus),
-        extra=info,
-    )
+def _executor(name: str, info: ExecutorDescription | None) -> ExecutorInfo:
+    return ExecutorInfo.of(ExecutorKind(name), info)
 
 
 def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff]) -> tuple[CulpritRecord, ...]:
@@ -348,7 +339,7 @@ def build_result(
             reps=ctx.bench.reps,
             seed=ctx.seed,
             executor=ctx.executor,
-            jobs=ctx.jobs,
+            jobs=ctx.probes,
             verify=VerifyMode(ctx.verify),
             search=ctx.recipe.search_method,
             # the zone decides only the posterior search; the sequential one sizes steps instead

@@ -1,5 +1,6 @@
-"""What every executor shares: the `Executor` protocol, what one process returned, and the closed
-set of executor kinds. The implementations (local.py, docker.py, slurm.py) import this module,
+"""What every executor shares: the `Executor` protocol, what one process returned, the closed
+set of executor kinds, and the typed description each kind gives of where it ran (the result
+records it as it is: result/types.ExecutorInfo). The implementations (local.py, docker.py, slurm.py) import this module,
 and executors/__init__ imports them to make one: keeping the protocol here keeps that a chain,
 not a circle."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -48,8 +49,8 @@ class Executor(Protocol):
         node; local and docker: a null context, they only have one machine)."""
         ...
 
-    def describe(self) -> dict[str, object]:
-        """What a result should record about where it ran (image digest, GPUs...)."""
+    def describe(self) -> ExecutorDescription:
+        """What a result should record about where it ran (image digest, GPUs, nodes...)."""
         ...
 
     def close(self) -> None:
@@ -64,3 +65,70 @@ class ExecutorKind(StrEnum):
 
 
 EXECUTORS = tuple(ExecutorKind)
+
+
+# --- what each executor records about where it ran -------------------------------------------
+# Field names are the result document's keys (docs/result-schema.md: `executor`, one flat object
+# beside `name`); every field has a default, so a document of an older attrib that lacked one
+# still reads.
+
+
+@dataclass(frozen=True)
+class LocalDescription:
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class DockerDescription:
+    image: str | None = None
+    image_id: str | None = None
+    digests: tuple[str, ...] = ()
+    gpus: bool | None = None
+
+
+@dataclass(frozen=True)
+class SlurmRound:
+    """One measurement round's allocation: where its runs went, and what was lost."""
+
+    round: int
+    job: int | None = None
+    node: str = ""
+    runs: int = 0
+    fault: str = ""  # why the allocation ended under the round, if it did
+    lost: tuple[str, ...] = ()  # allocations lost before a run started (retried)
+    submit_to_start_s: float | None = None
+
+
+@dataclass(frozen=True)
+class SlurmBuildJob:
+    job: int
+    name: str
+    node: str = ""
+    state: str = ""
+    reason: str = ""
+    submit_to_start_s: float | None = None
+    end_to_result_s: float | None = None
+
+
+@dataclass(frozen=True)
+class SlurmDescription:
+    run_id: str = ""
+    partition: str = ""
+    container_image: str | None = None
+    nodes_available: tuple[str, ...] = ()
+    nodes_used: tuple[str, ...] = ()
+    jobs_submitted: int = 0
+    orphans_cancelled: int = 0
+    calls: Mapping[str, int] = field(default_factory=dict)  # Slurm commands run, by name
+    polls_per_min: float = 0.0
+    rounds: tuple[SlurmRound, ...] = ()
+    build_jobs: tuple[SlurmBuildJob, ...] = ()
+    step_overhead_s: tuple[float, ...] = ()
+
+
+ExecutorDescription = LocalDescription | DockerDescription | SlurmDescription
+DESCRIPTIONS: Mapping[ExecutorKind, type[ExecutorDescription]] = {
+    ExecutorKind.LOCAL: LocalDescription,
+    ExecutorKind.DOCKER: DockerDescription,
+    ExecutorKind.SLURM: SlurmDescription,
+}

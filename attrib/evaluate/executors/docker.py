@@ -27,7 +27,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from attrib.errors import EngineUnavailable, ImageMissing
-from attrib.evaluate.executors.base import ProcessResult
+from attrib.evaluate.executors.base import DockerDescription, ProcessResult
 
 CONTAINER_WORKDIR = "/src"
 BUILD_UID = 1000  # the image's non-root user (containers/Dockerfile.cpu creates it)
@@ -87,8 +87,8 @@ class DockerExecutor:
     def identity(self) -> str:
         return f"docker:{self.image_id}"
 
-    def describe(self) -> dict[str, object]:
-        return {"image": self.image, "image_id": self.image_id, "digests": self.digests, "gpus": self.gpus}
+    def describe(self) -> DockerDescription:
+        return DockerDescription(image=self.image, image_id=self.image_id, digests=tuple(self.digests), gpus=self.gpus)
 
     def round(self) -> AbstractContextManager[object]:
         return nullcontext()  # one engine, one host: every run of a round is on it already

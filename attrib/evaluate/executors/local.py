@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from attrib.evaluate.executors.base import ProcessResult
+from attrib.evaluate.executors.base import LocalDescription, ProcessResult
 
 
 def run_process(
@@ -62,8 +62,8 @@ class LocalExecutor:
     def identity(self) -> str:
         return f"local:{platform.machine()}"
 
-    def describe(self) -> dict[str, object]:
-        return {"host": platform.node()}
+    def describe(self) -> LocalDescription:
+        return LocalDescription(host=platform.node())
 
     def round(self) -> AbstractContextManager[object]:
         return nullcontext()  # one host: every run of a round is on it already

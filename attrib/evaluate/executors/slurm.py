@@ -1,7 +1,7 @@
 """Builds and benchmark rounds as jobs on a Slurm cluster, through Slurm's own commands.
 
 attrib hands work to Slurm and keeps no queue of its own: a build is one batch job (the
-engine's build threads submit several at once, up to [slurm] max_builds); a measurement round
+evaluation stage's build threads submit several at once, up to [slurm] max_builds); a measurement round
 is one allocation on one node (`round()`), and every run of the round is a step in it
 (`srun --jobid`), so the pairing of the round's runs cancels that node's drift. Every call is
 an argv list (sbatch --parsable, srun, squeue --json, scontrol, scancel, sinfo): no shell
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.errors import JobStopped, SlurmInterrupted, SlurmUnavailable
-from attrib.evaluate.executors.base import ProcessResult
+from attrib.evaluate.executors.base import ProcessResult, SlurmBuildJob, SlurmDescription, SlurmRound
 from attrib.evaluate.executors.local import run_process
 from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, JobWatcher, SlurmCli
 from attrib.evaluate.executors.slurm_plan import (
@@ -113,8 +113,8 @@ class SlurmExecutor:
         self.submitted: dict[int, str] = {}
         self.cancelled: set[int] = set()
         self.bad_nodes: set[str] = set()
-        self.rounds: list[dict[str, Any]] = []
-        self.jobs: list[dict[str, Any]] = []  # one entry per build job: node, state, overheads
+        self.rounds: list[SlurmRound] = []
+        self.jobs: list[SlurmBuildJob] = []  # one entry per build job: node, state, overheads
         self.step_overheads: list[float] = []
         self._round: _Round | None = None
         self._lock = threading.Lock()
@@ -328,11 +328,11 @@ class SlurmExecutor:
         end = ending(info, job_id in self.cancelled)
         with self._lock:
             self.jobs.append(
-                {
-                    "job": job_id, "name": name, "node": info.nodes, "state": info.state.value, "reason": info.reason,
-                    "submit_to_start_s": None if started is None else round(started - submitted, 3),
-                    "end_to_result_s": None if ended is None else round(done_at - ended, 3),
-                }
+                SlurmBuildJob(
+                    job=job_id, name=name, node=info.nodes, state=info.state.value, reason=info.reason,
+                    submit_to_start_s=None if started is None else round(started - submitted, 3),
+                    end_to_result_s=None if ended is None else round(done_at - ended, 3),
+                )
             )  # fmt: skip
         if action == "timeout" or end is Ending.TIMED_OUT:
             return ProcessResult(None, out, errs + f"\nslurm: {info.describe()}\n", True, duration, info.nodes)
@@ -366,10 +366,10 @@ class SlurmExecutor:
             if current.job_id is not None:
                 self._cancel([current.job_id])
             self.rounds.append(
-                {
-                    "round": current.index, "job": current.job_id, "node": current.node, "runs": current.runs,
-                    "fault": current.fault, "lost": current.lost, "submit_to_start_s": current.submit_to_start_s,
-                }
+                SlurmRound(
+                    round=current.index, job=current.job_id, node=current.node, runs=current.runs,
+                    fault=current.fault, lost=tuple(current.lost), submit_to_start_s=current.submit_to_start_s,
+                )
             )  # fmt: skip
 
     def _allocate(self, r: _Round) -> None:
@@ -475,25 +475,23 @@ class SlurmExecutor:
 
     # --- the rest of the protocol ---------------------------------------------------------
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> SlurmDescription:
         elapsed_min = max(1e-9, (time.monotonic() - self.cli.started) / 60)
         polls = self.cli.calls["squeue"] + self.cli.calls["scontrol"]
-        return {
-            "run_id": self.run_id,
-            "partition": self.spec.partition or "(default)",
-            "container_image": self.spec.container_image,
-            "nodes_available": self.all_nodes,
-            "nodes_used": sorted(
-                {*(r["node"] for r in self.rounds if r["node"]), *(j["node"] for j in self.jobs if j["node"])}
-            ),
-            "jobs_submitted": len(self.submitted),
-            "orphans_cancelled": self.orphans_cancelled,
-            "calls": dict(self.cli.calls),
-            "polls_per_min": round(polls / elapsed_min, 2),
-            "rounds": list(self.rounds),
-            "build_jobs": list(self.jobs),
-            "step_overhead_s": [round(x, 4) for x in self.step_overheads],
-        }
+        return SlurmDescription(
+            run_id=self.run_id,
+            partition=self.spec.partition or "(default)",
+            container_image=self.spec.container_image,
+            nodes_available=tuple(self.all_nodes),
+            nodes_used=tuple(sorted({*(r.node for r in self.rounds if r.node), *(j.node for j in self.jobs if j.node)})),
+            jobs_submitted=len(self.submitted),
+            orphans_cancelled=self.orphans_cancelled,
+            calls=dict(self.cli.calls),
+            polls_per_min=round(polls / elapsed_min, 2),
+            rounds=tuple(self.rounds),
+            build_jobs=tuple(self.jobs),
+            step_overhead_s=tuple(round(x, 4) for x in self.step_overheads),
+        )
 
     def close(self) -> None:
         """scancel every job this run submitted that may still be there, wait until squeue

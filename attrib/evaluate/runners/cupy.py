@@ -1,6 +1,6 @@
 """The cupy runner: compile the benchmark's kernel from each built checkout with NVRTC, load
 every commit's module side by side in this one process, check each against the NumPy
-reference, then time blocks of launches (gpu/protocol.py). The engine alternates reference
+reference, then time blocks of launches (gpu/protocol.py). The evaluation stage alternates reference
 and candidate runs, so good, bad and candidate modules are measured in interleaved rounds
 on a GPU whose state drifts for all of them alike.
 
