@@ -113,6 +113,18 @@ class PosteriorSearch:
                 while len(self._levels(reference)[0]) < DRIFT_MIN_BLOCKS and not self._round([reference], set()):
                     pass
             k, last = req.position, req.last_good
+            amb_at = req.ambiguous
+            if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
+                # The cap is spent and no one position holds: the one-step model does not fit (two
+                # steps of similar size put the commits between them at neither level) or the
+                # noise is at the cap. Confirm the most probable position against its nearest
+                # buildable parent rather than across the whole range: a step there is found
+                # exactly, and the driver searches the stretch before it when the change is not
+                # all explained (its remaining-change rule).
+                k, last = post.map, post.map - 1
+                while last > 0 and last in unbuildable:
+                    last -= 1
+                amb_at = tuple(range(last + 1, k))
             culprit, last_good = positions[k], positions[last]
             scope.phase(Step.CONFIRMING, (culprit, last_good))
             # both sides by their measured stand-ins: the same bytes, and no binary measured twice
@@ -128,7 +140,7 @@ class PosteriorSearch:
             blocks, times = self._data(positions)
             after = locate.posterior(n, blocks, tau=self.tau, times=times)
             held = sum(after.probs[last + 1 : k + 1])
-            amb = tuple(positions[i] for i in req.ambiguous)
+            amb = tuple(positions[i] for i in amb_at)
             if (
                 confirm.verdict is Verdict.BAD
                 or req.action is locate.Action.EXHAUSTED
