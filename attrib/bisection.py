@@ -41,7 +41,14 @@ from attrib.core.model import (
     UnresolvedCause,
     Verdict,
 )
-from attrib.core.stats import TestConfig, min_change_shift, remaining_upper, resolvable_change, to_pct, truncation_rounds
+from attrib.core.stats import (
+    TestConfig,
+    min_change_shift,
+    remaining_upper,
+    resolvable_change,
+    to_pct,
+    truncation_rounds,
+)
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
@@ -212,10 +219,12 @@ class Bisection:
                 size_p = found.size_p if math.isfinite(found.size_p) else None
                 self.scope.note(Note(NoteKind.SMALLER_STEP, (found.commit,), value=size_p))
             mark = len(culprits)
-            inner = [found] if isinstance(found, SmallerStep) else self.descend(found)
-            if inner == [found]:  # a merge's inner culprits counted their own steps
+            if isinstance(found, SmallerStep):
                 self.found.append(found.confirmation)
-            if not isinstance(found, SmallerStep):
+            else:
+                inner = self.descend(found)
+                if inner == [found]:  # a merge's inner culprits counted their own steps
+                    self.found.append(found.confirmation)
                 culprits.extend(inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it

@@ -217,3 +217,18 @@ def test_an_undecided_preflight_still_says_how_noisy_it_was():
     assert [c.kind for u in outcome.unresolved for c in u.causes] == [UnresolvedCause.NOT_CLEARLY_WORSE]
     warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
     assert len(warnings) == 1 and "over --max-rounds 12" in warnings[0], phases.lines
+
+
+def test_commit_records_are_frozen_snapshots():
+    # Every *Record is frozen: what the evaluation hands out does not move as it measures on.
+    import dataclasses
+
+    hist = linear_history(8, {4: 10.0})
+    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, NoiseModel(), 1), BENCH, TestConfig(), 1)
+    ev = engine.evaluation
+    ev.block(hist.good)
+    before = ev.record(hist.good)
+    ev.block(hist.good)
+    assert len(before.blocks) == 1 and len(ev.record(hist.good).blocks) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        before.build = None  # type: ignore[misc]

@@ -122,18 +122,43 @@ class PhaseTimes:
         return self.decide_s / self.comparisons if self.comparisons else 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class CommitRecord:
+    """What was measured of one commit, as of when it was asked for: a frozen snapshot (the
+    evaluation keeps accumulating in its own `_Tally`)."""
+
+    info: CommitInfo
+    build: BuildRecord | None = None
+    samples: tuple[float, ...] = ()
+    blocks: tuple[float, ...] = ()  # per run: oriented log level, in time order
+    block_times: tuple[int, ...] = ()  # per block: the evaluation's run count when it ran
+    block_reps: tuple[int, ...] = ()  # per block: the samples per run it was asked for
+    failed_runs: tuple[str, ...] = ()
+    excluded: Mapping[str, int] = field(default_factory=dict)  # samples the runner flagged, by reason
+    nodes: tuple[str, ...] = ()  # per usable run, the node it ran on (slurm; "" here)
+    artifact: str | None = None  # content digest of what its benchmark runs; None: not known (yet)
+
+
+@dataclass
+class _Tally:
+    """The evaluation's own accumulator for one commit; only snapshots of it leave."""
+
     info: CommitInfo
     build: BuildRecord | None = None
     samples: list[float] = field(default_factory=list)
-    blocks: list[float] = field(default_factory=list)  # per run: oriented log level, in time order
-    block_times: list[int] = field(default_factory=list)  # per block: the evaluation's run count when it ran
-    block_reps: list[int] = field(default_factory=list)  # per block: the samples per run it was asked for
+    blocks: list[float] = field(default_factory=list)
+    block_times: list[int] = field(default_factory=list)
+    block_reps: list[int] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
-    excluded: Counter[str] = field(default_factory=Counter)  # samples the runner flagged, by reason
-    nodes: list[str] = field(default_factory=list)  # per usable run, the node it ran on (slurm; "" here)
-    artifact: str | None = None  # content digest of what its benchmark runs; None: not known (yet)
+    excluded: Counter[str] = field(default_factory=Counter)
+    nodes: list[str] = field(default_factory=list)
+    artifact: str | None = None
+
+    def snapshot(self) -> CommitRecord:
+        return CommitRecord(
+            self.info, self.build, tuple(self.samples), tuple(self.blocks), tuple(self.block_times),
+            tuple(self.block_reps), tuple(self.failed_runs), dict(self.excluded), tuple(self.nodes), self.artifact,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -185,7 +210,7 @@ class Evaluation:
         self.events: Events = events or NullEvents()
         self.build_width = max(1, build_width)
         self.delta = min_change_shift(bench.min_change_pct)
-        self.records: dict[str, CommitRecord] = {}
+        self._tallies: dict[str, _Tally] = {}
         self.comparisons: list[Comparison] = []
         self.rounds = 0  # measurement rounds, in sequence: what parallel probing shortens
         self.runs = 0  # benchmark runs started, in sequence
@@ -209,13 +234,21 @@ class Evaluation:
 
     # --- builds and single runs -----------------------------------------------------------
 
+    def _tally(self, sha: str, info: CommitInfo | None = None) -> _Tally:
+        if sha not in self._tallies:
+            self._tallies[sha] = _Tally(info or self.commits.info(sha))
+        return self._tallies[sha]
+
     def record(self, sha: str, info: CommitInfo | None = None) -> CommitRecord:
-        if sha not in self.records:
-            self.records[sha] = CommitRecord(info or self.commits.info(sha))
-        return self.records[sha]
+        """What was measured of `sha` so far (registering it, with `info` if given)."""
+        return self._tally(sha, info).snapshot()
+
+    @property
+    def records(self) -> dict[str, CommitRecord]:
+        return {sha: t.snapshot() for sha, t in self._tallies.items()}
 
     def build(self, sha: str) -> BuildRecord:
-        rec = self.record(sha)
+        rec = self._tally(sha)
         if rec.build is None:
             self.events.build_started(rec.info)
             start = self.clock()
@@ -227,7 +260,7 @@ class Evaluation:
     def artifact(self, sha: str) -> str | None:
         """What the commit's benchmark runs, by content: the build's declared artifacts, else
         the runner's own (the cupy runner's compiled module), else None (not known)."""
-        rec = self.record(sha)
+        rec = self._tally(sha)
         if rec.artifact is None and rec.build is not None and rec.build.ok:
             own = getattr(self.runner, "artifact", None)
             rec.artifact = rec.build.artifact or (own(Path(rec.build.checkout)) if callable(own) else None) or ""
@@ -238,7 +271,7 @@ class Evaluation:
         against it measures the same bytes without measuring one more commit."""
         art = self.artifact(sha)
         if art is not None:
-            for other, rec in self.records.items():
+            for other, rec in self._tallies.items():
                 if rec.samples and rec.artifact == art:
                     return other
         return sha
@@ -284,7 +317,7 @@ class Evaluation:
     def _note_traps(self, a: str, b: str) -> None:
         """Differing artifacts: say so once per pair when the difference is a known trap."""
         pair = frozenset((a, b))
-        ra, rb = self.record(a).build, self.record(b).build
+        ra, rb = self._tally(a).build, self._tally(b).build
         if pair in self._diagnosed or ra is None or rb is None or not ra.artifact_files or not rb.artifact_files:
             return
         self._diagnosed.add(pair)
@@ -298,7 +331,7 @@ class Evaluation:
 
     def build_all(self, shas: Sequence[str]) -> None:
         """Build several commits, concurrently up to build_width (builds are independent)."""
-        todo = [s for s in dict.fromkeys(shas) if self.record(s).build is None]
+        todo = [s for s in dict.fromkeys(shas) if self._tally(s).build is None]
         if self.build_width > 1 and len(todo) > 1:
             with ThreadPoolExecutor(max_workers=self.build_width) as pool:
                 list(pool.map(self.build, todo))
@@ -307,7 +340,7 @@ class Evaluation:
                 self.build(sha)
 
     def measure(self, sha: str) -> RunResult:
-        rec = self.record(sha)
+        rec = self._tally(sha)
         assert rec.build is not None and rec.build.ok
         self.runs += 1  # the machine's time, in runs: what the posterior's drift term is a slope in
         start = self.clock()
@@ -339,7 +372,7 @@ class Evaluation:
         it did not build or its run failed."""
         todo = list(dict.fromkeys(shas))
         self.build_all(todo)
-        runnable = [s for s in todo if self.record(s).build is not None and self.record(s).build.ok]  # type: ignore[union-attr]
+        runnable = [s for s in todo if self._tally(s).build is not None and self._tally(s).build.ok]  # type: ignore[union-attr]
         self.rng.shuffle(runnable)
         ok: dict[str, bool] = {}
         if runnable:
@@ -361,7 +394,7 @@ class Evaluation:
     def levels(self, sha: str) -> tuple[list[float], list[int]]:
         """`sha`'s block levels of the current size and, per block, the run count when it ran
         (the drift clock)."""
-        rec = self.records.get(sha)
+        rec = self._tallies.get(sha)
         if rec is None:
             return [], []
         keep = [i for i, r in enumerate(rec.block_reps) if r == self.reps]
@@ -419,9 +452,9 @@ class Evaluation:
         results: dict[str, Comparison] = {}
         for cand in candidates:
             for sha in (reference, cand):
-                build = self.record(sha).build
+                build = self._tally(sha).build
                 if build is not None and not build.ok and cand not in results:
-                    why = f"{self.record(sha).info.short} did not build: {build.reason}"
+                    why = f"{self._tally(sha).info.short} did not build: {build.reason}"
                     results[cand] = self._finish(cand, reference, purpose, Verdict.SKIP, [], 0.0, 0.0, why)
             if cand not in results and not resume:
                 twin = self._twin(cand, reference, purpose)
@@ -440,7 +473,7 @@ class Evaluation:
             return failures[sha] >= MAX_FAILED_RUNS and failures[sha] > successes[sha]
 
         history = [c.diffs for c in self.comparisons[self._history_from :] if len(c.diffs) >= 2 and not c.same_artifact_as]
-        ref = self.record(reference)
+        ref = self._tally(reference)
         drawn: Counter[str] = Counter()
         while active:
             if purpose is Purpose.PREFLIGHT and self._adapt_now(min(len(diffs[c]) for c in active)):
@@ -478,7 +511,7 @@ class Evaluation:
                 if not run.ok:
                     failures[cand] += 1
                     if hopeless(cand):
-                        why = f"{self.record(cand).info.short}'s benchmark failed {failures[cand]} times: {run.error}"
+                        why = f"{self._tally(cand).info.short}'s benchmark failed {failures[cand]} times: {run.error}"
                         results[cand] = self._finish(
                             cand, reference, purpose, Verdict.SKIP, diffs[cand], 0.0, 0.0, why,
                             rule=DecisionRule.UNTESTABLE, samples=drawn[cand],
@@ -489,7 +522,7 @@ class Evaluation:
                 d = diffs[cand]
                 d.append(block_shift(ref_logs, oriented_logs(run.samples, self.bench.direction), self.bench.block_statistic))
                 decision = decide(d, history, self.delta, config)
-                cand_rec = self.record(cand)
+                cand_rec = self._tally(cand)
                 self.events.round_done(cand_rec.info, ref.info, len(d), decision.llr, len(cand_rec.samples) + len(ref.samples))
                 if decision.verdict is not None:
                     results[cand] = self._finish(
@@ -529,12 +562,12 @@ class Evaluation:
     def _keep(self, comp: Comparison) -> Comparison:
         self.comparisons.append(comp)
         if comp.same_artifact_as:
-            detail = f"same binary as {self.record(comp.same_artifact_as).info.short}, no samples"
+            detail = f"same binary as {self._tally(comp.same_artifact_as).info.short}, no samples"
         else:
             rule = f", {comp.rule.value}" if comp.rule else ""
             rule += f", smaller than the minimum (P(>= min) = {comp.size_p:.2f})" if comp.smaller else ""
             detail = comp.reason or f"{len(comp.diffs)} rounds, LLR {comp.llr:+.2f}{rule}"
-        self.events.verdict(self.record(comp.candidate).info, self.record(comp.reference).info, comp.verdict, detail)
+        self.events.verdict(self._tally(comp.candidate).info, self._tally(comp.reference).info, comp.verdict, detail)
         return comp
 
     def samples_saved(self) -> int:
@@ -548,7 +581,7 @@ class Evaluation:
         """Everything measured so far, for the outcome; drift is reported for `drift_of`."""
         return Account(
             comparisons=tuple(self.comparisons),
-            commits=dict(self.records),
+            commits=self.records,
             drift=self.drift(drift_of),
             rounds=self.rounds,
             artifact_notes=tuple(self.artifact_notes),

@@ -16,7 +16,16 @@ from typing import Any
 
 from attrib.core.blocks import BlockChoice
 from attrib.core.model import (
-    Cause, DecisionRule, Direction, Note, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode,
+    Cause,
+    DecisionRule,
+    Direction,
+    Note,
+    Purpose,
+    RevertStatus,
+    SearchMethod,
+    Status,
+    Verdict,
+    VerifyMode,
 )
 from attrib.evaluate.executors.base import (
     DESCRIPTIONS,

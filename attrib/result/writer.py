@@ -12,7 +12,7 @@ import math
 import shlex
 import statistics
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,7 +159,7 @@ def _sig(v: float) -> float:
     return float(f"{v:.6g}")  # six significant digits: far below any noise, keeps the JSON small
 
 
-def sample_summary(samples: list[float]) -> tuple[tuple[float, ...] | None, tuple[float, ...]]:
+def sample_summary(samples: Sequence[float]) -> tuple[tuple[float, ...] | None, tuple[float, ...]]:
     """(quantiles at QUANTILE_PROBS, sample_values: at most MAX_SAMPLE_VALUES) of a commit."""
     if not samples:
         return None, ()
