@@ -45,11 +45,14 @@ def test_only_changed_binaries_are_measured_and_the_culprits_are_exact(make_tree
     others = [sha for sha in measured if sha not in (tree.good, tree.bad)]
     assert len({arts[s] for s in others}) == len(others), (others, arts)
     assert r["same_artifact"] and r["samples_saved_estimate"] > 0
-    # The same bisection without artifacts: same answer, more samples.
+    # The same bisection without artifacts: same answer, more commits measured. (Not "more
+    # samples": the posterior search's samples follow the machine's noise in each run, and on a
+    # loaded machine one run's reference can draw twice another's; what the same-artifact
+    # rule saves is measuring the byte-identical commits at all.)
     without = bisect(tree, workdir=tmp_path / "w2")
     assert without.code == 0, without.stderr
     assert [c["commit"] for c in without.result["culprits"]] == tree.culprits
-    assert r["samples"] < without.result["samples"]
+    assert len(measured) < len(_measured(without.result)), (measured, _measured(without.result))
     report = (tmp_path / "report.md").read_text()
     assert "same binary as" not in report  # the last report is the run without artifacts
 

@@ -143,8 +143,12 @@ def test_bisect_finds_the_culprit_past_a_build_break_with_jobs_2(tmp_path: Path)
     assert 2 <= len(builds) <= result["builds_fresh"]  # a broken build stops before it logs
     assert set().union(*builds.values()) == {"n1", "n2"}
     # The commits record where their samples came from; the report names the nodes.
+    # Runs before adaptive blocks resized the runner took REPS samples, later ones the chosen size.
+    blocks = result["blocks"] or {"reps_before": REPS, "reps": REPS}
+    sizes = (blocks["reps_before"], blocks["reps"])
     for c in result["commits"]:
-        assert sum(c["nodes"].values()) * REPS == c["samples"], c
+        runs_of = sum(c["nodes"].values())
+        assert any(k * sizes[0] + (runs_of - k) * sizes[1] == c["samples"] for k in range(runs_of + 1)), (c, blocks)
     broken = {c["commit"] for c in result["build_failures"]}
     assert broken and broken <= set(tree.broken)
     assert "rounds per node" in (tmp_path / "report.md").read_text()
