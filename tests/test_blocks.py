@@ -135,6 +135,7 @@ def test_the_report_says_a_changed_size_and_keeps_quiet_about_a_kept_one(tmp_pat
     chosen = BlockChoice(10, 4, BlockReason.CHOSEN, 0.002, 0.01, 0.005, 0.05, 0.55)
     text = render(replace(result, blocks=chosen))
     assert "samples per run: 4 instead of 10" in text and "about 55% less time to a decision predicted" in text
+    assert "10 samples per run (then 4, chosen)" in text
     assert "samples per run:" not in render(replace(result, blocks=replace(chosen, reps=10, reason=BlockReason.FIXED)))
 
 

@@ -254,11 +254,13 @@ def _environment(result: BisectResult) -> list[str]:
 
 def _raw_counts(result: BisectResult) -> list[str]:
     unit, s = result.unit, result.settings
+    b = result.blocks
+    chosen = f" (then {b.reps}, chosen)" if b is not None and b.reason is BlockReason.CHOSEN else ""
     out = [
         "<details><summary>Raw samples, comparisons and settings</summary>",
         "",
         f"- alpha {s.alpha}, beta {s.beta}, rounds {s.min_rounds}..{s.max_rounds}, "
-        f"minimum change {s.min_change_pct} %, {s.reps} samples per run, seed {s.seed}, "
+        f"minimum change {s.min_change_pct} %, {s.reps} samples per run{chosen}, seed {s.seed}, "
         f"executor {s.executor}, jobs {s.jobs}, verify {s.verify}"
         + (f", {s.search} search, steps below {s.ignore_below_pct:g} % ignored" if s.ignore_below_pct is not None else ""),
         f"- {result.samples} samples in {result.rounds} rounds, {result.builds} builds "
