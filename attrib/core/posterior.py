@@ -365,7 +365,7 @@ def next_requests(
             ), post
         return (Request(Action.CONFIRM, k, last, amb),), post
     if blocks_left is not None and blocks_left <= 0:
-        return (_exhausted(post, unbuildable, locate_at),), post
+        return (credible_range(post, unbuildable, locate_at),), post
     cdf = np.cumsum(post.probs)
     # an extended commit at its cap has had its extra rounds: it is asked for nothing more
     open_ = [
@@ -374,7 +374,7 @@ def next_requests(
         if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
     ]
     if not open_:
-        return (_exhausted(post, unbuildable, locate_at),), post
+        return (credible_range(post, unbuildable, locate_at),), post
     js = np.array(open_)
     a = np.full(js.size, post.mu0)
     b = np.full(js.size, post.mu1)
@@ -398,7 +398,7 @@ def next_requests(
     value = mixture_bits(cdf[js], a, b, s) / cost
     best = int(np.argmax(value))
     if value[best] <= 1e-9:
-        return (_exhausted(post, unbuildable, locate_at),), post
+        return (credible_range(post, unbuildable, locate_at),), post
     j = open_[best]
     if capped(j):
         # the commit that decides the boundary had what one commit may cost: it gets more
@@ -445,8 +445,9 @@ def _ends_due(n: int, counts: Mapping[int, int], post: Posterior, anchor: bool) 
     return due
 
 
-def _exhausted(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
-    """The smallest run of positions around the most probable one that holds `at`."""
+def credible_range(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
+    """The smallest run of positions around the most probable one that holds `at`: what is
+    reported when the search stops there (blocks spent, or the budget)."""
     probs = post.probs
     k = post.map
     lo = hi = k

@@ -1,7 +1,7 @@
 """The posterior search of one segment (the default, `[search] method = "posterior"`).
 
 Every block of every commit of the segment enters one posterior (core/posterior.py), which
-asks for the next blocks or builds by expected information per unit of cost (with `--jobs`
+asks for the next blocks or builds by expected information per unit of cost (with `--probes`
 k, up to k of them, built concurrently and measured in one shared round); when one position
 holds the posterior it is confirmed, culprit^ against culprit in paired rounds, under the
 indifference zone. A confirmation's rounds are blocks of both commits: one that disagrees
@@ -156,7 +156,7 @@ class PosteriorSearch:
             scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
 
     def _credible_range(self, post: locate.Posterior) -> tuple[int, int]:
-        req = locate._exhausted(post, frozenset(), locate.DEFAULT_LOCATE_AT)
+        req = locate.credible_range(post, frozenset(), locate.DEFAULT_LOCATE_AT)
         return req.last_good, req.position
 
     def _place(self, positions: list[str], post: locate.Posterior, unbuildable: set[int]) -> None:
