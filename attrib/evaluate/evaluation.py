@@ -350,12 +350,12 @@ class Evaluation:
         if result.ok:
             rec.nodes.append(result.node)
             rec.samples.extend(result.samples)
-            rec.blocks.append(block_level(oriented_logs(result.samples, self.bench.direction), self.bench.block_statistic))
+            logs = oriented_logs(result.samples, self.bench.direction)
+            rec.blocks.append(block_level(logs, self.bench.block_statistic))
             rec.block_times.append(self.runs)
             rec.block_reps.append(self.reps)
-            if self.block_choice is None:
-                logs = tuple(float(x) for x in oriented_logs(result.samples, self.bench.direction))
-                self._first_runs.append(Run(sha, logs, result.duration_s, result.sample_s))
+            if self.adapting and self.block_choice is None:  # kept only until the size is chosen
+                self._first_runs.append(Run(sha, tuple(float(x) for x in logs), result.duration_s, result.sample_s))
         else:
             rec.failed_runs.append(result.error)
         return result

@@ -127,7 +127,7 @@ class SequentialSearch:
         seg.extended.update(shas)
         ev = self.scope.evidence
         last = {
-            c.candidate: c.diffs for c in ev.account(()).comparisons if c.reference == reference and c.candidate in shas
+            c.candidate: c.diffs for c in ev.comparisons if c.reference == reference and c.candidate in shas
         }
         self.scope.phase(Step.MORE_SAMPLES, count=len(shas))
         comps = self.scope.compare(
