@@ -63,6 +63,11 @@ WINSOR_SCALES = 4.0  # residuals further than this many robust scales are pulled
 WINSOR_MIN_RESIDUALS = 20
 CONFIRM_MIN_ROUNDS = 5  # a confirmation's estimate is the culprit's change and CI: not from 2 rounds
 EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
+# The zone test's mixtures (`zone_test`): steps as multiples of the minimum with their weights,
+# and the no-change side as fractions of ignore_below. Halving weights keep most of the mass
+# at the minimum, where the test must keep its power, and reach a step 8x the minimum.
+ZONE_STEPS = ((1.0, 0.5), (2.0, 0.25), (4.0, 0.125), (8.0, 0.125))
+ZONE_NULLS = ((1.0, 0.5), (0.0, 0.5))
 DRIFT_MIN_BLOCKS = 10  # a reference needs this many blocks before its drift is reported
 DRIFT_WINDOW = 5  # blocks at the start and at the end whose levels are compared
 
@@ -303,17 +308,70 @@ def known_noise(history: Iterable[Sequence[float]]) -> bool:
     return sum(max(0, len(h) - 1) for h in history) >= KNOWN_NOISE_DOF
 
 
-def decide(
-    diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig
-) -> Decision:
+def decide(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig) -> Decision:
     """One step of a running sequential test: the policy's sigma and minimum rounds, then the
     truncated SPRT."""
     floor = min(config.min_rounds, config.known_min_rounds) if known_noise(history) else config.min_rounds
     sigma = running_sigma(diffs, history, config)
     if 0 < config.ignore < delta:
-        shifted = [x - config.ignore for x in diffs]
-        return sprt(shifted, delta - config.ignore, sigma, replace(config, size_check=False), min_rounds=floor)
+        return zone_test(diffs, delta, sigma, config, min_rounds=floor)
     return sprt(diffs, delta, sigma, config, min_rounds=floor)
+
+
+def _mixture_log_ratio(z: np.ndarray, base: float, alternatives: Sequence[tuple[float, float]], sigma: float) -> float:
+    """log sum_i w_i L(mu_i) / L(base) for Gaussian rounds z with sd sigma: each component's
+    rounds clipped as the SPRT clips them (within CLIP_SIGMAS of the two means)."""
+    logs = []
+    for mu, w in alternatives:
+        lo, hi = min(base, mu) - CLIP_SIGMAS * sigma, max(base, mu) + CLIP_SIGMAS * sigma
+        zc = np.clip(z, lo, hi)
+        logs.append(math.log(w) + (mu - base) / sigma**2 * float(np.sum(zc - (base + mu) / 2)))
+    top = max(logs)
+    return top + math.log(sum(math.exp(v - top) for v in logs))
+
+
+def zone_test(
+    diffs: Sequence[float], delta: float, sigma: float, config: TestConfig, min_rounds: int | None = None
+) -> Decision:
+    """The indifference zone's sequential test: "the step is at most ignore" (GOOD) against "it
+    is at least delta" (BAD), each side a mixture likelihood ratio.
+
+    BAD when sum_i w_i L(mu_i) / L(ignore) >= (1 - beta) / alpha, over steps mu_i of 1, 2, 4 and 8
+    times delta (ZONE_STEPS); GOOD when sum_j v_j L(nu_j) / L(delta) >= (1 - alpha) / beta, over
+    nu_j = ignore and 0 (ZONE_NULLS). Each mixture is a nonnegative supermartingale on the other
+    side of the zone (any step <= ignore for the first, any >= delta for the second), so by
+    Ville's inequality a step <= ignore is called BAD with probability <= alpha and a step >=
+    delta GOOD with <= beta, whatever the weights: the error bounds of Wald's test of ignore
+    against delta. What the mixture buys is speed away from the zone's edges: a step of twice
+    the minimum decides at the rate of the component at 2 delta, not of the one at delta (the
+    test of ignore against delta alone drifts to its boundary at (2 delta - ignore - delta') / ...,
+    about half that rate), and a commit that did not change at all decides at the rate of the
+    component at 0. At exactly the minimum the weight 1/2 costs log 2 of evidence, a few rounds.
+    Truncation and the cap are as in `sprt`, on the test of ignore against delta."""
+    n = len(diffs)
+    ignore = config.ignore
+    if n == 0 or not math.isfinite(sigma):
+        return Decision(None, 0.0, n, sigma)
+    z = np.asarray(diffs, dtype=float)
+    llr = _mixture_log_ratio(z, ignore, [(k * delta, w) for k, w in ZONE_STEPS], sigma)
+    floor = config.min_rounds if min_rounds is None else min_rounds
+    if n < floor:
+        return Decision(None, llr, n, sigma)
+    good = _mixture_log_ratio(z, delta, [(f * ignore, w) for f, w in ZONE_NULLS], sigma)
+    width = delta - ignore
+    cut = truncation_rounds(sigma, width, config) if config.truncate else config.max_rounds + 1
+    at_cut = cut <= config.max_rounds and n >= cut
+    if llr >= config.upper:
+        return Decision(Verdict.BAD, llr, n, sigma, DecisionRule.SPRT)
+    if good >= -config.lower:
+        return Decision(Verdict.GOOD, llr, n, sigma, DecisionRule.SPRT)
+    if at_cut:
+        zc = np.clip(z, ignore - CLIP_SIGMAS * sigma, delta + CLIP_SIGMAS * sigma)
+        bad = float(zc.mean()) - ignore >= truncation_threshold(width, config)
+        return Decision(Verdict.BAD if bad else Verdict.GOOD, llr, n, sigma, DecisionRule.TRUNCATION)
+    if n >= config.max_rounds:
+        return Decision(Verdict.INCONCLUSIVE, llr, n, sigma, DecisionRule.CAP)
+    return Decision(None, llr, n, sigma)
 
 
 def level_drift(levels: Sequence[float]) -> float | None:
