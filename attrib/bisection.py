@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from statistics import NormalDist
 
 from attrib.core.model import (
     Cause,
@@ -41,6 +42,7 @@ from attrib.core.model import (
     UnresolvedCause,
     Verdict,
 )
+from attrib.core.posterior import Gap, level_gap
 from attrib.core.stats import (
     TestConfig,
     min_change_shift,
@@ -202,12 +204,10 @@ class Bisection:
             if known_bad is None and self._nothing_left():
                 break
             end = chain[-1]
-            # the posterior search measures byte-identical commits once: the end by its stand-in too
-            measured_end = self.evidence.stand_in(end) if self.method is SearchMethod.POSTERIOR else end
-            test = known_bad or self.compare(measured_end, self.evidence.stand_in(reference), Purpose.REMAINING)
+            verdict = Verdict.BAD if known_bad is not None else self._remaining(end, reference)
             known_bad = None
-            if test.verdict is not Verdict.BAD:
-                if test.verdict is Verdict.INCONCLUSIVE:
+            if verdict is not Verdict.BAD:
+                if verdict is Verdict.INCONCLUSIVE:
                     self.scope.note(Note(NoteKind.REMAINDER_UNDECIDED, (end, reference)))
                 break
             found = self.segments.search(chain, reference)
@@ -232,6 +232,42 @@ class Bisection:
                 culprits[mark:mark] = self.find_culprits(chain[: chain.index(found.last_good) + 1], reference, None)
             reference, chain = found.commit, chain[chain.index(found.commit) + 1 :]
         return culprits
+
+    def _remaining(self, end: str, reference: str) -> Verdict:
+        """Whether `end` is still worse than `reference` (the latest culprit, or the good end
+        of a stretch before one): worth searching the commits between them.
+
+        The posterior search has measured both many times over, so their levels usually
+        answer it with no test of its own (core/posterior.level_gap): nothing worth a search is
+        left when the gap's (1 - beta) upper bound is below the minimum (a step of the minimum
+        is then missed with at most beta, as the zone's test would), and the stretch is searched
+        when its (1 - alpha) lower bound is above ignore_below (a false "worse" only costs a
+        search: the confirmation names culprits). In between, the paired test of the two."""
+        measured_end, measured_ref = self.evidence.stand_in(end), self.evidence.stand_in(reference)
+        if self.method is SearchMethod.POSTERIOR:
+            gap = self._gap(measured_ref, measured_end)
+            if gap is not None:
+                z = NormalDist().inv_cdf
+                if gap.upper(z(1 - self.config.beta)) < min_change_shift(self.bench.min_change_pct):
+                    upper = to_pct(gap.upper(z(1 - self.config.beta)), self.bench.direction)
+                    self.scope.note(Note(NoteKind.NOTHING_BETWEEN, (end, reference), value=upper))
+                    return Verdict.GOOD
+                if gap.lower(z(1 - self.config.alpha)) > self.config.ignore:
+                    return Verdict.BAD
+        else:
+            measured_end = end  # the sequential search measures each commit as itself
+        return self.compare(measured_end, measured_ref, Purpose.REMAINING).verdict
+
+    def _gap(self, a: str, b: str) -> Gap | None:
+        """`b`'s level minus `a`'s from what the bisection measured (every commit's blocks, for
+        the noise and the drift)."""
+        blocks: dict[str, list[float]] = {}
+        times: dict[str, list[float]] = {}
+        for sha in {self.evidence.stand_in(c) for c in self.order} | {a, b}:
+            levels, at = self.evidence.levels(sha)
+            if levels:
+                blocks[sha], times[sha] = levels, [float(t) for t in at]
+        return level_gap(blocks, times, a, b)
 
     def _nothing_left(self) -> bool:
         """The posterior search: whether the steps found so far leave of the preflight's change

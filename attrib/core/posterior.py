@@ -45,7 +45,8 @@ NU = 10.0  # Student-t degrees of freedom of the commit-level residuals: an outl
 # one commit's evidence at odds of about 18: two clean commits could never reach 0.99)
 SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite likelihoods
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound: an underestimate is overconfidence
-MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before a position may be called located
+MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before sigma's usual bound is trusted to locate
+LOCATE_SIGMA_QUANTILE = 0.01  # below MIN_LOCATE_DOF a position is located only if it holds at sigma's 99 % bound
 MIN_SIGMA_DOF = 4  # before this many within-commit degrees of freedom, sigma leans on `prior_sigma`
 DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
 DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
@@ -111,7 +112,9 @@ def commit_level(b: Sequence[float], sigma: float) -> float:
     return float(np.mean(np.clip(arr, med - WINSOR_SIGMAS * sigma, med + WINSOR_SIGMAS * sigma)))
 
 
-def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None = None) -> float:
+def block_sigma(
+    blocks: Mapping[int, Sequence[float]], prior_sigma: float | None = None, quantile: float = SIGMA_UPPER_QUANTILE
+) -> float:
     """Pooled within-commit spread of the block levels, robust (the median absolute residual
     from each commit's mean, rescaled), inflated a little; with few degrees of freedom it is kept at least `prior_sigma`."""
     dev: list[float] = []
@@ -128,7 +131,7 @@ def block_sigma(blocks: Mapping[int, Sequence[float]], prior_sigma: float | None
     mad = float(np.median(dev)) * 1.4826
     # its upper confidence bound (as core/stats does for the paired sigma): a sigma drawn low
     # from the first few blocks made a search with no step at all concentrate on noise
-    sigma = max(mad, SIGMA_FLOOR) * math.sqrt(dof / chdtri(dof, 1 - SIGMA_UPPER_QUANTILE))
+    sigma = max(mad, SIGMA_FLOOR) * math.sqrt(dof / chdtri(dof, 1 - quantile))
     if prior_sigma is not None and dof < MIN_SIGMA_DOF:
         sigma = max(sigma, prior_sigma)
     return sigma
@@ -197,6 +200,46 @@ def _within_slope(
     return num / den, den
 
 
+@dataclass(frozen=True)
+class Gap:
+    """One commit's level minus another's from the blocks already measured, at a common time
+    (a linear drift taken out), with its standard error."""
+
+    shift: float
+    se: float
+
+    def upper(self, z: float) -> float:
+        return self.shift + z * self.se
+
+    def lower(self, z: float) -> float:
+        return self.shift - z * self.se
+
+
+def level_gap(
+    blocks: Mapping[str, Sequence[float]], times: Mapping[str, Sequence[float]], a: str, b: str
+) -> Gap | None:
+    """`b`'s level minus `a`'s from every block measured of them, unpaired: the search measured
+    both many times over (an end in every few rounds, a culprit and its parent in the
+    confirmation), so what is left of the change beside a culprit is often known without a
+    test of its own. The machine's drift is the slope of each commit's blocks over its own run
+    times, pooled over all of `blocks` (a step lies between commits, so it cannot pass for
+    drift there), and its uncertainty widens the error by the time between the two commits'
+    blocks. None when either has fewer than two blocks (no spread to state an error with)."""
+    if len(blocks.get(a, ())) < 2 or len(blocks.get(b, ())) < 2:
+        return None
+    keys = [k for k, v in blocks.items() if len(v)]
+    trend = _within_slope(blocks, times, keys)
+    slope, den = trend if trend is not None else (0.0, math.inf)
+    flat = {
+        k: [x - slope * (t - float(np.mean(times[k]))) for x, t in zip(blocks[k], times[k], strict=True)] for k in keys
+    }
+    sigma = block_sigma(flat)
+    t_a, t_b = float(np.mean(times[a])), float(np.mean(times[b]))
+    shift = commit_level(flat[b], sigma) - commit_level(flat[a], sigma) - slope * (t_b - t_a)
+    var = sigma**2 * (1 / len(blocks[a]) + 1 / len(blocks[b]) + (t_b - t_a) ** 2 / den)
+    return Gap(shift, math.sqrt(var))
+
+
 def posterior(
     n: int,
     blocks: Mapping[int, Sequence[float]],
@@ -204,6 +247,7 @@ def posterior(
     tau: float,
     prior_sigma: float | None = None,
     times: Mapping[int, Sequence[float]] | None = None,
+    sigma_quantile: float = SIGMA_UPPER_QUANTILE,
 ) -> Posterior:
     """P(change at k), k = 1..n, from every block level measured at positions 0..n.
 
@@ -214,7 +258,7 @@ def posterior(
         raise ValueError("a segment has at least one candidate position")
     if not blocks.get(0) or not blocks.get(n):
         raise ValueError("both ends of a segment need at least one block")
-    sigma = block_sigma(blocks, prior_sigma)
+    sigma = block_sigma(blocks, prior_sigma, sigma_quantile)
     measured = sorted(p for p, b in blocks.items() if len(b))
     y = np.array([commit_level(blocks[p], sigma) for p in measured])
     v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
@@ -234,7 +278,7 @@ def posterior(
                 p: [x - b_w * (t - float(np.mean(times[p]))) for x, t in zip(blocks[p], times[p], strict=True)]
                 for p in measured
             }
-            sigma_d = block_sigma(flat, prior_sigma)
+            sigma_d = block_sigma(flat, prior_sigma, sigma_quantile)
             drifting = sigma_d, np.array([tau**2 + sigma_d**2 / len(blocks[p]) for p in measured])
             # one noise for the slope's test in both models, the larger model's (as an F test
             # uses the full model's residual variance): the trend inflates the other one
@@ -350,11 +394,25 @@ def next_requests(
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
         dof = sum(len(b) - 1 for b in blocks.values() if len(b) >= 2)
-        # a boundary resting on a sigma from a handful of blocks is luck: pin the noise down
-        # at the two commits that decide it before asking for the confirmation (within what
-        # one commit may cost: at its cap a commit is extended once, then left as it is)
+        # a boundary resting on a sigma from a handful of blocks can be luck: it is taken as it
+        # is when it holds even at sigma's 99 % upper bound (a step many times the noise does
+        # from the first blocks), else the noise is pinned down at the two commits that decide
+        # it before asking for the confirmation (within what one commit may cost: at its cap a
+        # commit is extended once, then left as it is)
         sides = sorted((p for p in (last, k) if not (capped(p) and p in extended)), key=lambda p: counts.get(p, 0))
-        if dof < MIN_LOCATE_DOF and sides:
+        robust = (
+            dof < MIN_LOCATE_DOF
+            and dof >= 2
+            and _credible(
+                posterior(
+                    n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, sigma_quantile=LOCATE_SIGMA_QUANTILE
+                ),
+                unbuildable,
+                locate_at,
+            )
+            == hit
+        )
+        if dof < MIN_LOCATE_DOF and sides and not robust:
             side = sides[0]
             if capped(side):
                 return (Request(Action.EXTEND, side),), post

@@ -101,6 +101,12 @@ def note_text(note: Note) -> str:
                 "the culprits found account for the whole change: what remains of the preflight's change"
                 f"{bound} is below the minimum, so no further range was searched"
             )
+        case NoteKind.NOTHING_BETWEEN:
+            bound = "" if note.value is None else f"at most {note.value:+.2f} % (at 99 %)"
+            return (
+                f"{c[0]} differs from {c[1]} by {bound or 'less than the minimum'}, from the blocks already measured of"
+                " both: below the minimum, so the commits between them were not searched"
+            )
         case NoteKind.REMAINDER_UNDECIDED:
             return f"whether {c[0]} is worse than {c[1]} stayed undecided; a further small culprit after it cannot be ruled out"
         case NoteKind.SMALLER_STEP:
