@@ -186,3 +186,22 @@ def test_a_build_break_is_stepped_away_from_not_walked_through():
     assert first.action is Action.BUILD
     nxt, _ = next_request(64, blocks, tau=0.125, unbuildable=frozenset({first.position}))
     assert nxt.action is Action.BUILD and abs(nxt.position - first.position) > 1
+
+
+def test_a_step_many_times_the_noise_is_located_before_sigma_has_many_degrees_of_freedom():
+    # the floor of 16 within-commit degrees of freedom is waived when the boundary holds at
+    # sigma's 99 % upper bound as well: a 20-sigma step from the first few blocks
+    for seed in range(6):
+        req, _post, _builds, rounds = _search(40, 11 + seed, 20.0, seed)
+        assert req.action is Action.CONFIRM and req.position == 11 + seed
+        # about log2(40) probes of one block each; pinning sigma first took 17-18 rounds here
+        assert rounds <= 8
+
+
+def test_a_step_near_the_noise_still_pins_sigma_down_before_confirming():
+    # at 3 sigma, a sigma from 4 degrees of freedom at its 99 % bound does not hold the boundary:
+    # more blocks are measured first, and the located position is right
+    for seed in range(6):
+        req, _post, _builds, rounds = _search(40, 11 + seed, 3.0, seed)
+        assert req.action is Action.CONFIRM and req.position == 11 + seed
+        assert rounds >= 12  # blocks beyond the probes' first ones: sigma pinned down first
