@@ -80,3 +80,24 @@ def test_the_gap_left_after_a_culprit_is_unbiased_under_a_linear_drift() -> None
 
 def test_a_gap_needs_two_blocks_of_each_commit() -> None:
     assert level_gap({"a": [0.0], "b": [0.0, 0.1]}, {"a": [0.0], "b": [1.0, 2.0]}, "a", "b") is None
+
+
+def _first_test(mean: float, seed: int) -> Verdict | None:
+    """The first test of a bisection: sigma from its own rounds only, as the preflight's."""
+    from attrib.core.stats import decide
+
+    rng = np.random.default_rng(seed)
+    diffs: list[float] = []
+    for _ in range(60):
+        diffs.append(float(rng.normal(mean, 0.01)))
+        d = decide(diffs, [], DELTA, replace(CONFIG, max_rounds=60))
+        if d.verdict is not None:
+            return d.verdict
+    return None
+
+
+def test_the_first_test_of_a_bisection_keeps_beta_at_the_minimum_with_its_sigma_estimated() -> None:
+    # a "no change" from 2-3 rounds' sigma: 46 of 3000 at the minimum before FIRST_GOOD_ROUNDS
+    # (beta = 0.01 allows 30 at 3 sd); 17 with it
+    good = sum(_first_test(DELTA, s) is Verdict.GOOD for s in range(3000))
+    assert good <= 30
