@@ -102,7 +102,7 @@ def targets(records, families, cells) -> list[str]:
         nulls = [r for r in records if r.strategy == s and not r.truth]
         false = sum(r.false_culprit for r in nulls)
         out.append(f"- culprits where nothing changed, {s}: {_pct(false, len(nulls))}; target <= 0.5 %")
-    ratios, worse = [], []
+    ratios, worse, worse_contract = [], [], []
     for f in families:
         old, new = cells.get((f.name, OLD)), cells.get((f.name, NEW))
         if not old or not new:
@@ -112,6 +112,8 @@ def targets(records, families, cells) -> list[str]:
             ratios.append((mn / mo, f.name))
         if sum(r.exact for r in new) < sum(r.exact for r in old):
             worse.append(f.name)
+        if sum(map(_exact_by_contract, new)) < sum(map(_exact_by_contract, old)):
+            worse_contract.append(f.name)
     if ratios:
         ratios.sort()
         mid = ratios[len(ratios) // 2]
@@ -122,7 +124,8 @@ def targets(records, families, cells) -> list[str]:
             f"{ratios[0][0]:.2f}x..{ratios[-1][0]:.2f}x over {len(ratios)} families; over the {len(searched)} "
             f"families with a regression (a null family's cost is its preflight's, the same test in both) "
             f"{mid_s[0]:.2f}x ({mid_s[1]}); target <= 0.4x at equal or "
-            f"better exactness (less exact in: {', '.join(worse) or 'none'})"
+            f"better exactness (less exact in: {', '.join(worse) or 'none'}; by the contract, where a step strictly "
+            f"inside the zone may be named: {', '.join(worse_contract) or 'none'})"
         )
     fewer, more, exact_miss = [], [], []
     for f in families:
