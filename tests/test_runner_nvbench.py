@@ -151,3 +151,20 @@ def test_nvbench_output_drives_a_bisection_to_its_culprit(tmp_path):
     assert [c["commit"] for c in result["culprits"]] == [tree.culprit]
     assert 8 < result["culprits"][0]["change_pct"] < 16  # the tree scales the times by 1.12
     assert result["unit"] == "ms"
+
+
+def test_adaptive_blocks_set_nvbenchs_sample_count_and_see_what_the_samples_cost(tmp_path):
+    checkout = stage(tmp_path / "c")
+    runner = _runner(tmp_path)
+    sized = runner.with_reps(7)
+    assert sized is not None and sized.argv("o.json")[-4:] == ["--min-samples", "7", "--target-samples", "7"]
+    res = sized.run(checkout)
+    assert res.ok, res.error
+    assert len(res.samples) == 7
+    # the samples are GPU times in the recipe's unit (ms): their sum in seconds is what they cost
+    assert res.sample_s is not None and abs(res.sample_s - sum(res.samples) / 1e3) < 1e-12
+    assert res.sample_s < res.duration_s  # the rest of the run (start-up, warm-up) is overhead
+    # NVBench's own stopping criteria, or one summary sample per run: nothing for attrib to size
+    assert _runner(tmp_path, stopping="stdrel").with_reps(7) is None
+    assert _runner(tmp_path, jsonbin=False).with_reps(7) is None
+    assert _runner(tmp_path, jsonbin=False).run(checkout).sample_s is None

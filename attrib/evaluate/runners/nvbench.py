@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from attrib.errors import FormatError
@@ -26,7 +27,7 @@ from attrib.evaluate.runners import RunResult
 from attrib.evaluate.runners.command import process_failure
 from attrib.evaluate.runners.units import convert, first_nonpositive
 from attrib.formats import Measurement, nvbench_throttle_discards, parse_nvbench
-from attrib.recipe import BenchmarkSpec, NvbenchSpec, NvbenchStopping
+from attrib.recipe import TIME_UNITS, BenchmarkSpec, NvbenchSpec, NvbenchStopping
 
 THROTTLED = "throttled: trial discarded by NVBench"  # the excluded-sample reason in results
 MAX_STATES_SHOWN = 8
@@ -146,4 +147,16 @@ class NvbenchRunner:
                 res.duration_s,
                 excluded,
             )
-        return RunResult(samples, "", res.duration_s, excluded)
+        # per-sample GPU times are what the samples cost of the run's wall time; the rest of it
+        # (process start, CUDA context, NVBench's warm-up) is the run's overhead: adaptive blocks
+        # weigh the two. One summary sample per run says nothing of the run's own spread.
+        sample_s = sum(samples) * TIME_UNITS[self.spec.unit] if self.nv.jsonbin and chosen.samples else None
+        return RunResult(samples, "", res.duration_s, excluded, sample_s=sample_s)
+
+    def with_reps(self, reps: int) -> NvbenchRunner | None:
+        """NVBench taking `reps` samples per run (adaptive blocks): only where attrib sets the
+        count (`stopping = "sample-count"`) and reads each sample (`jsonbin`); with "stdrel",
+        "entropy" or the command's own options NVBench decides when to stop."""
+        if self.nv.stopping is not NvbenchStopping.SAMPLE_COUNT or not self.nv.jsonbin:
+            return None
+        return NvbenchRunner(self.executor, replace(self.spec, reps=reps))
