@@ -79,3 +79,14 @@ def test_a_google_benchmark_tree_is_bisected_to_its_culprit(tmp_path):
     assert result["unit"] == "us"
     verdicts = {c["commit"]: c["verdict"] for c in result["commits"]}
     assert verdicts[tree.good] == "good" and verdicts[tree.bad] == "bad"
+
+
+def test_a_run_reports_what_its_repetitions_cost_for_adaptive_blocks(built, tmp_path):
+    # each repetition row carries iterations and the real time per iteration: their products
+    # are the samples' wall time; the rest of the run (start-up, the iteration-count search)
+    # is its overhead
+    res = _runner(tmp_path).run(built)
+    assert res.ok, res.error
+    assert res.sample_s is not None and 0 < res.sample_s < res.duration_s
+    sized = _runner(tmp_path).with_reps(3).run(built)
+    assert len(sized.samples) == 3 and sized.sample_s is not None

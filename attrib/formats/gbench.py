@@ -23,7 +23,7 @@ from attrib.formats.model import Measurement
 
 SCHEMA_VERSIONS = (1,)  # context.json_schema_version values this reader knows
 WHAT = "Google Benchmark JSON (--benchmark_format=json)"
-TIME_UNITS = ("ns", "us", "ms", "s")  # GetTimeUnitString in benchmark's reporter
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}  # GetTimeUnitString in benchmark's reporter, in seconds
 _CONTEXT_KEYS = (
     "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
     "aslr_enabled", "library_version", "library_build_type", "json_schema_version", "date",
@@ -77,6 +77,7 @@ class _Group:
         self.skipped = ""
         self.median: float | None = None
         self.cv: float | None = None
+        self.cost_s: float | None = 0.0  # iterations x real time per repetition, summed; None: a row lacks it
 
     def add(self, row: Reader, kind: RunType, time: GbenchTime) -> None:
         if row.has("error_occurred") and row.bool("error_occurred"):
@@ -99,6 +100,12 @@ class _Group:
         if value < 0:
             raise row.fail(time.value, f"is {value!r}; expected a time >= 0")
         self.samples.append(value)
+        # what the repetition cost in wall time (each reports its per-iteration time): adaptive
+        # blocks weigh it against the run's start-up
+        if self.cost_s is not None and row.has("iterations") and row.has(GbenchTime.REAL.value):
+            self.cost_s += row.number("iterations") * row.number(GbenchTime.REAL.value) * TIME_UNITS[unit]
+        else:
+            self.cost_s = None
 
     def _aggregate(self, row: Reader, time: GbenchTime) -> None:
         name = row.str("aggregate_name")
@@ -118,7 +125,9 @@ class _Group:
                 source, self.name, "run_type", 'only aggregate rows; expected at least one "iteration" row'
             )
         value = self.median if self.median is not None else statistics.median(self.samples)
-        return Measurement(self.name, {}, value, self.unit, tuple(self.samples), self.cv, "", "", context)
+        return Measurement(
+            self.name, {}, value, self.unit, tuple(self.samples), self.cv, "", "", context, sample_s=self.cost_s
+        )
 
 
 def _str(v: Any) -> str:

@@ -18,6 +18,9 @@ class Measurement:
     skipped: str = ""
     error: str = ""
     context: Mapping[str, str] = field(default_factory=dict)
+    sample_s: float | None = (
+        None  # wall seconds the samples took, where the format says (gbench: iterations x real time)
+    )
 
     @property
     def usable(self) -> bool:

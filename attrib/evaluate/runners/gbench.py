@@ -76,11 +76,12 @@ class GbenchRunner:
             return RunResult(
                 (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", res.duration_s
             )
-        return RunResult(samples, "", res.duration_s)
+        return RunResult(samples, "", res.duration_s, sample_s=m.sample_s)
 
     def with_reps(self, reps: int) -> GbenchRunner:
-        """--benchmark_repetitions is attrib's to choose. What one repetition costs is not in
-        the JSON attrib reads (iterations x time), so the planner sees no cost and keeps the size."""
+        """--benchmark_repetitions is attrib's to choose; each repetition's cost is in the JSON
+        (iterations x real time), the rest of a run (start-up, the library's iteration-count
+        search) is its overhead."""
         return GbenchRunner(self.executor, replace(self.spec, reps=reps))
 
     def _listed(self, checkout: Path) -> list[str]:
