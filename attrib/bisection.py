@@ -27,7 +27,6 @@ from dataclasses import replace
 from statistics import NormalDist
 
 from attrib.core.model import (
-    Cause,
     DecisionRule,
     Direction,
     NoiseAdvice,
@@ -39,7 +38,6 @@ from attrib.core.model import (
     SearchMethod,
     Status,
     Step,
-    UnresolvedCause,
     Verdict,
 )
 from attrib.core.posterior import Gap, level_gap
@@ -57,6 +55,7 @@ from attrib.evaluate.runners import Runner
 from attrib.events import Events
 from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, RevertCheck, Reverter, SmallerStep, Unresolved
 from attrib.recipe import BenchmarkSpec
+from attrib.segment.open_ranges import culprit_range, not_clearly_worse, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
@@ -154,16 +153,15 @@ class Bisection:
         # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
         self._warn_if_too_noisy(preflight)
         if preflight.verdict is Verdict.INCONCLUSIVE:
-            change = to_pct(preflight.estimate.shift, self.bench.direction)
-            cause = Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=len(preflight.diffs), change_pct=change)
-            self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
+            self.unresolved.append(not_clearly_worse(good, bad, chain, preflight, self.bench.direction))
             return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
         self.total = preflight
         culprits = self.find_culprits(chain, good, preflight)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
         for c in culprits:
-            self._note_unresolved(c)
+            if (open_range := culprit_range(c, self.scope.verdicts)) is not None:
+                self.unresolved.append(open_range)
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
         return self._outcome(status, good, bad, culprits, preflight)
 
@@ -286,15 +284,9 @@ class Bisection:
 
     def _budget_spent(self, chain: Sequence[str], reference: str, left: OutOfTime) -> None:
         """The deadline passed: record the smallest range proved so far and what finishing costs."""
-        positions = [reference, *chain]
-        inside = tuple(positions[left.last_good + 1 : left.first_bad + 1])
-        probes_left = math.ceil(math.log2(max(2, len(inside)))) + 1  # bisection steps + the confirmation
-        times = self.evidence.times
-        per = (times.measure_s + times.decide_s) / times.comparisons if times.comparisons else None
-        seconds = per * probes_left if per is not None else None
-        cause = Cause(UnresolvedCause.OUT_OF_TIME, inside, rounds=probes_left, seconds=seconds)
-        self.unresolved.append(Unresolved(positions[left.last_good], positions[left.first_bad], inside, (cause,)))
-        self.scope.note(Note(NoteKind.OUT_OF_TIME, (positions[left.last_good],), count=len(inside), value=seconds))
+        open_range, note = out_of_time(chain, reference, left, self.evidence.times)
+        self.unresolved.append(open_range)
+        self.scope.note(note)
 
     def descend(self, found: Culprit) -> list[Culprit]:
         """A merge culprit stands for the commits it brought in: name the one inside."""
@@ -336,32 +328,6 @@ class Bisection:
             comp.verdict, RevertStatus.INCONCLUSIVE
         )
         return RevertCheck(status, info.sha, comp)
-
-    def _note_unresolved(self, c: Culprit) -> None:
-        verdicts = self.scope.verdicts
-        undecided = tuple(a for a in c.ambiguous_with if verdicts.get(a, ("", None))[1] is Verdict.INCONCLUSIVE)
-        untested = tuple(a for a in c.ambiguous_with if a not in verdicts)
-        skipped = tuple(a for a in c.ambiguous_with if a not in undecided and a not in untested)
-        if not undecided and not untested and c.confirmed:
-            return
-        causes = []
-        if undecided:
-            causes.append(Cause(UnresolvedCause.UNDECIDED_AT_CAP, undecided))
-        if untested:
-            causes.append(Cause(UnresolvedCause.NOT_MEASURED, untested))
-        if skipped:
-            causes.append(Cause(UnresolvedCause.UNBUILDABLE, skipped))
-        if not c.confirmed:
-            rounds = len(c.confirmation.diffs)
-            causes.append(
-                Cause(
-                    UnresolvedCause.NOT_CONFIRMED,
-                    (c.last_good, c.commit),
-                    rounds=rounds,
-                    verdict=c.confirmation.verdict,
-                )
-            )
-        self.unresolved.append(Unresolved(c.last_good, c.commit, (*c.ambiguous_with, c.commit), tuple(causes)))
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:
         account = self.evidence.account([good, bad, *(c.commit for c in culprits)])
