@@ -27,12 +27,8 @@ from dataclasses import replace
 from statistics import NormalDist
 
 from attrib.core.model import (
-    DecisionRule,
-    Direction,
-    NoiseAdvice,
     Note,
     NoteKind,
-    Phase,
     Purpose,
     RevertStatus,
     SearchMethod,
@@ -45,18 +41,16 @@ from attrib.core.stats import (
     TestConfig,
     min_change_shift,
     remaining_upper,
-    resolvable_change,
     to_pct,
-    truncation_rounds,
 )
-from attrib.errors import ReferenceFailed
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
 from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, RevertCheck, Reverter, SmallerStep, Unresolved
 from attrib.recipe import BenchmarkSpec
-from attrib.segment.open_ranges import culprit_range, not_clearly_worse, out_of_time
+from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
+from attrib.segment.preflight import preflight
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
@@ -124,60 +118,20 @@ class Bisection:
     def run(self, good: str, bad: str, verify_revert: bool = False) -> Outcome:
         chain = self.repo.first_parent_chain(good, bad)
         self.order = [good, *chain]
-        self.scope.phase(Step.PREFLIGHT, (bad, good))
-        preflight = self.compare(bad, good, Purpose.PREFLIGHT)
-        if (
-            self.method is SearchMethod.POSTERIOR
-            and preflight.verdict is Verdict.INCONCLUSIVE
-            and preflight.rule is not DecisionRule.BUDGET
-            and len(preflight.diffs) >= self.config.max_rounds
-        ):
-            # The zone's test (ignore_below against the minimum) needs more rounds than one of 0
-            # against the minimum: an undecided preflight at the cap goes on, as an undecided
-            # commit at the boundary does, before the outcome may be called inconclusive.
-            self.scope.phase(Step.MORE_SAMPLES, (bad,), 1)
-            (preflight,) = self.evidence.compare(
-                [bad], good, Purpose.EXTEND, self.config.extended(), resume={bad: preflight.diffs}
-            )
-        for sha, role in ((good, "good"), (bad, "bad")):
-            build = self.evidence.record(sha).build
-            if build is not None and not build.ok:
-                raise ReferenceFailed(
-                    f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}"
-                )
-        if preflight.verdict is Verdict.SKIP:
-            raise ReferenceFailed(f"cannot measure the references: {preflight.reason}")
-        if preflight.verdict is Verdict.GOOD:
-            return self._outcome(Status.NOT_REPRODUCED, good, bad, [], preflight)
-        # Said for an undecided preflight too: there, what noise this is and what minimum would
-        # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
-        self._warn_if_too_noisy(preflight)
-        if preflight.verdict is Verdict.INCONCLUSIVE:
-            self.unresolved.append(not_clearly_worse(good, bad, chain, preflight, self.bench.direction))
-            return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
-        self.total = preflight
-        culprits = self.find_culprits(chain, good, preflight)
+        pre = preflight(self.scope, good, bad, chain, self.method is SearchMethod.POSTERIOR)
+        if pre.unresolved is not None:
+            self.unresolved.append(pre.unresolved)
+        if pre.status is not None:
+            return self._outcome(pre.status, good, bad, [], pre.comparison)
+        self.total = pre.comparison
+        culprits = self.find_culprits(chain, good, pre.comparison)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
         for c in culprits:
             if (open_range := culprit_range(c, self.scope.verdicts)) is not None:
                 self.unresolved.append(open_range)
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
-        return self._outcome(status, good, bad, culprits, preflight)
-
-    def _warn_if_too_noisy(self, preflight: Comparison) -> None:
-        """Before the search, when this noise leaves tests that find no change only the cap:
-        better known now than read off a row of inconclusive tests."""
-        needed = truncation_rounds(preflight.sigma, min_change_shift(self.bench.min_change_pct), self.config)
-        if self.config.truncate and math.isfinite(preflight.sigma) and needed > self.config.max_rounds:
-            advice = NoiseAdvice(
-                sigma_pct=to_pct(preflight.sigma, Direction.LOWER),
-                min_change_pct=self.bench.min_change_pct,
-                max_rounds=self.config.max_rounds,
-                rounds_needed=needed,
-                resolvable_pct=to_pct(resolvable_change(preflight.sigma, self.config), Direction.LOWER),
-            )
-            self.scope.events.phase(Phase(Step.TOO_NOISY, noise=advice))
+        return self._outcome(status, good, bad, culprits, pre.comparison)
 
     def _relevant(self, chain: list[str]) -> list[str]:
         """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);
