@@ -24,7 +24,6 @@ import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from statistics import NormalDist
 
 from attrib.core.model import (
     Note,
@@ -36,12 +35,9 @@ from attrib.core.model import (
     Step,
     Verdict,
 )
-from attrib.core.posterior import Gap, level_gap
 from attrib.core.stats import (
     TestConfig,
     min_change_shift,
-    remaining_upper,
-    to_pct,
 )
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
@@ -51,6 +47,7 @@ from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
 from attrib.segment.preflight import preflight
+from attrib.segment.remaining import RemainingChange
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
@@ -108,9 +105,7 @@ class Bisection:
         self.untouched: list[str] = []
         self.order: list[str] = []
         self.unresolved: list[Unresolved] = []
-        self.total: Comparison | None = None  # the preflight: the whole change
-        self.found: list[Comparison] = []  # each located step's confirmation
-        self.said_nothing_left = False
+        self.remaining = RemainingChange(self.scope, method is SearchMethod.POSTERIOR)
 
     def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
         return self.scope.compare_one(candidate, reference, purpose, config)
@@ -123,7 +118,7 @@ class Bisection:
             self.unresolved.append(pre.unresolved)
         if pre.status is not None:
             return self._outcome(pre.status, good, bad, [], pre.comparison)
-        self.total = pre.comparison
+        self.remaining.total = pre.comparison
         culprits = self.find_culprits(chain, good, pre.comparison)
         if verify_revert:
             culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
@@ -153,10 +148,10 @@ class Bisection:
             if self.evidence.out_of_time:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
-            if known_bad is None and self._nothing_left():
+            if known_bad is None and self.remaining.nothing_left():
                 break
             end = chain[-1]
-            verdict = Verdict.BAD if known_bad is not None else self._remaining(end, reference)
+            verdict = Verdict.BAD if known_bad is not None else self.remaining.still_worse(end, reference, self.order)
             known_bad = None
             if verdict is not Verdict.BAD:
                 if verdict is Verdict.INCONCLUSIVE:
@@ -172,11 +167,11 @@ class Bisection:
                 self.scope.note(Note(NoteKind.SMALLER_STEP, (found.commit,), value=size_p))
             mark = len(culprits)
             if isinstance(found, SmallerStep):
-                self.found.append(found.confirmation)
+                self.remaining.found.append(found.confirmation)
             else:
                 inner = self.descend(found)
                 if inner == [found]:  # a merge's inner culprits counted their own steps
-                    self.found.append(found.confirmation)
+                    self.remaining.found.append(found.confirmation)
                 culprits.extend(inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it
@@ -184,57 +179,6 @@ class Bisection:
                 culprits[mark:mark] = self.find_culprits(chain[: chain.index(found.last_good) + 1], reference, None)
             reference, chain = found.commit, chain[chain.index(found.commit) + 1 :]
         return culprits
-
-    def _remaining(self, end: str, reference: str) -> Verdict:
-        """Whether `end` is still worse than `reference` (the latest culprit, or the good end
-        of a stretch before one): worth searching the commits between them.
-
-        The posterior search has measured both many times over, so their levels usually
-        answer it with no test of its own (core/posterior.level_gap): nothing worth a search is
-        left when the gap's (1 - beta) upper bound is below the minimum (a step of the minimum
-        is then missed with at most beta, as the zone's test would), and the stretch is searched
-        when its (1 - alpha) lower bound is above ignore_below (a false "worse" only costs a
-        search: the confirmation names culprits). In between, the paired test of the two."""
-        measured_end, measured_ref = self.evidence.stand_in(end), self.evidence.stand_in(reference)
-        if self.method is SearchMethod.POSTERIOR:
-            gap = self._gap(measured_ref, measured_end)
-            if gap is not None:
-                z = NormalDist().inv_cdf
-                if gap.upper(z(1 - self.config.beta)) < min_change_shift(self.bench.min_change_pct):
-                    upper = to_pct(gap.upper(z(1 - self.config.beta)), self.bench.direction)
-                    self.scope.note(Note(NoteKind.NOTHING_BETWEEN, (end, reference), value=upper))
-                    return Verdict.GOOD
-                if gap.lower(z(1 - self.config.alpha)) > self.config.ignore:
-                    return Verdict.BAD
-        else:
-            measured_end = end  # the sequential search measures each commit as itself
-        return self.compare(measured_end, measured_ref, Purpose.REMAINING).verdict
-
-    def _gap(self, a: str, b: str) -> Gap | None:
-        """`b`'s level minus `a`'s from what the bisection measured (every commit's blocks, for
-        the noise and the drift)."""
-        blocks: dict[str, list[float]] = {}
-        times: dict[str, list[float]] = {}
-        for sha in {self.evidence.stand_in(c) for c in self.order} | {a, b}:
-            levels, at = self.evidence.levels(sha)
-            if levels:
-                blocks[sha], times[sha] = levels, [float(t) for t in at]
-        return level_gap(blocks, times, a, b)
-
-    def _nothing_left(self) -> bool:
-        """The posterior search: whether the steps found so far leave of the preflight's change
-        less than the minimum at P >= 1 - beta (core/stats.remaining_upper); then no further
-        range is searched, before or after them, and the note says so once."""
-        if self.method is not SearchMethod.POSTERIOR or self.total is None or not self.found:
-            return False
-        if self.said_nothing_left:
-            return True
-        upper = remaining_upper(self.total.diffs, [c.diffs for c in self.found], self.config.beta)
-        if upper >= min_change_shift(self.bench.min_change_pct):
-            return False
-        self.said_nothing_left = True
-        self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, self.bench.direction)))
-        return True
 
     def _budget_spent(self, chain: Sequence[str], reference: str, left: OutOfTime) -> None:
         """The deadline passed: record the smallest range proved so far and what finishing costs."""
