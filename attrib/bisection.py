@@ -25,29 +25,18 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
-from attrib.core.model import (
-    Note,
-    NoteKind,
-    Purpose,
-    RevertStatus,
-    SearchMethod,
-    Status,
-    Step,
-    Verdict,
-)
-from attrib.core.stats import (
-    TestConfig,
-    min_change_shift,
-)
+from attrib.core.model import Note, NoteKind, Purpose, SearchMethod, Status, Step, Verdict
+from attrib.core.stats import TestConfig, min_change_shift
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, RevertCheck, Reverter, SmallerStep, Unresolved
+from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, Reverter, SmallerStep, Unresolved
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
 from attrib.segment.preflight import preflight
 from attrib.segment.remaining import RemainingChange
+from attrib.segment.revert_check import revert_check
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
@@ -121,7 +110,7 @@ class Bisection:
         self.remaining.total = pre.comparison
         culprits = self.find_culprits(chain, good, pre.comparison)
         if verify_revert:
-            culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
+            culprits = [replace(c, revert=revert_check(self.scope, self.reverter, c.commit, bad)) for c in culprits]
         for c in culprits:
             if (open_range := culprit_range(c, self.scope.verdicts)) is not None:
                 self.unresolved.append(open_range)
@@ -208,24 +197,6 @@ class Bisection:
             replace(c, via_merge=found.commit, posterior=c.posterior * scale, range_posterior=c.range_posterior * scale)
             for c in inner
         ]
-
-    def revert_check(self, culprit: str, bad: str) -> RevertCheck:
-        """Build bad with the culprit reverted and show that the regression goes away."""
-        if self.reverter is None:
-            return RevertCheck(RevertStatus.UNAVAILABLE, None, None, "no way to make revert commits here")
-        self.scope.phase(Step.REVERT_CHECK, (bad, culprit))
-        info = self.reverter(culprit, bad)
-        if info is None:
-            return RevertCheck(RevertStatus.CONFLICT, None, None, f"reverting {culprit[:10]} on {bad[:10]} conflicts")
-        self.evidence.record(info.sha, info)
-        build = self.evidence.build(info.sha)
-        if not build.ok:
-            return RevertCheck(RevertStatus.BUILD_FAILED, info.sha, None, build.reason)
-        comp = self.compare(bad, info.sha, Purpose.REVERT)
-        status = {Verdict.BAD: RevertStatus.RECOVERED, Verdict.GOOD: RevertStatus.NOT_RECOVERED}.get(
-            comp.verdict, RevertStatus.INCONCLUSIVE
-        )
-        return RevertCheck(status, info.sha, comp)
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:
         account = self.evidence.account([good, bad, *(c.commit for c in culprits)])
