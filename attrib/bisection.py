@@ -10,6 +10,10 @@
      several culprits in one range are found one after another;
   5. optionally, revert each culprit on top of bad and show the regression goes away.
 
+The steps beside the segment searches are modules of segment/ too: preflight.py (1),
+remaining.py (whether a stretch is still worth searching, 4), revert_check.py (5) and
+open_ranges.py (the records of a range left open).
+
 It asks the evaluation stage for builds, blocks and comparisons only through
 segment/scope.Evidence, and it writes no sentences: what it noticed is `Note`s, why a range
 stayed open is `Cause`s, progress is `Phase` events (core/model.py); report/ and progress.py
