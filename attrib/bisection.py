@@ -10,6 +10,10 @@
      several culprits in one range are found one after another;
   5. optionally, revert each culprit on top of bad and show the regression goes away.
 
+The steps beside the segment searches are modules of segment/ too: preflight.py (1),
+remaining.py (whether a stretch is still worth searching, 4), revert_check.py (5) and
+open_ranges.py (the records of a range left open).
+
 It asks the evaluation stage for builds, blocks and comparisons only through
 segment/scope.Evidence, and it writes no sentences: what it noticed is `Note`s, why a range
 stayed open is `Cause`s, progress is `Phase` events (core/model.py); report/ and progress.py
@@ -24,40 +28,19 @@ import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from statistics import NormalDist
 
-from attrib.core.model import (
-    Cause,
-    DecisionRule,
-    Direction,
-    NoiseAdvice,
-    Note,
-    NoteKind,
-    Phase,
-    Purpose,
-    RevertStatus,
-    SearchMethod,
-    Status,
-    Step,
-    UnresolvedCause,
-    Verdict,
-)
-from attrib.core.posterior import Gap, level_gap
-from attrib.core.stats import (
-    TestConfig,
-    min_change_shift,
-    remaining_upper,
-    resolvable_change,
-    to_pct,
-    truncation_rounds,
-)
-from attrib.errors import ReferenceFailed
+from attrib.core.model import Note, NoteKind, Purpose, SearchMethod, Status, Step, Verdict
+from attrib.core.stats import TestConfig, min_change_shift
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, RevertCheck, Reverter, SmallerStep, Unresolved
+from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, Reverter, SmallerStep, Unresolved
 from attrib.recipe import BenchmarkSpec
+from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
+from attrib.segment.preflight import preflight
+from attrib.segment.remaining import RemainingChange
+from attrib.segment.revert_check import revert_check
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
@@ -115,9 +98,7 @@ class Bisection:
         self.untouched: list[str] = []
         self.order: list[str] = []
         self.unresolved: list[Unresolved] = []
-        self.total: Comparison | None = None  # the preflight: the whole change
-        self.found: list[Comparison] = []  # each located step's confirmation
-        self.said_nothing_left = False
+        self.remaining = RemainingChange(self.scope, method is SearchMethod.POSTERIOR)
 
     def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
         return self.scope.compare_one(candidate, reference, purpose, config)
@@ -125,61 +106,20 @@ class Bisection:
     def run(self, good: str, bad: str, verify_revert: bool = False) -> Outcome:
         chain = self.repo.first_parent_chain(good, bad)
         self.order = [good, *chain]
-        self.scope.phase(Step.PREFLIGHT, (bad, good))
-        preflight = self.compare(bad, good, Purpose.PREFLIGHT)
-        if (
-            self.method is SearchMethod.POSTERIOR
-            and preflight.verdict is Verdict.INCONCLUSIVE
-            and preflight.rule is not DecisionRule.BUDGET
-            and len(preflight.diffs) >= self.config.max_rounds
-        ):
-            # The zone's test (ignore_below against the minimum) needs more rounds than one of 0
-            # against the minimum: an undecided preflight at the cap goes on, as an undecided
-            # commit at the boundary does, before the outcome may be called inconclusive.
-            self.scope.phase(Step.MORE_SAMPLES, (bad,), 1)
-            (preflight,) = self.evidence.compare(
-                [bad], good, Purpose.EXTEND, self.config.extended(), resume={bad: preflight.diffs}
-            )
-        for sha, role in ((good, "good"), (bad, "bad")):
-            build = self.evidence.record(sha).build
-            if build is not None and not build.ok:
-                raise ReferenceFailed(
-                    f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}"
-                )
-        if preflight.verdict is Verdict.SKIP:
-            raise ReferenceFailed(f"cannot measure the references: {preflight.reason}")
-        if preflight.verdict is Verdict.GOOD:
-            return self._outcome(Status.NOT_REPRODUCED, good, bad, [], preflight)
-        # Said for an undecided preflight too: there, what noise this is and what minimum would
-        # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
-        self._warn_if_too_noisy(preflight)
-        if preflight.verdict is Verdict.INCONCLUSIVE:
-            change = to_pct(preflight.estimate.shift, self.bench.direction)
-            cause = Cause(UnresolvedCause.NOT_CLEARLY_WORSE, rounds=len(preflight.diffs), change_pct=change)
-            self.unresolved.append(Unresolved(good, bad, tuple(chain), (cause,)))
-            return self._outcome(Status.INCONCLUSIVE, good, bad, [], preflight)
-        self.total = preflight
-        culprits = self.find_culprits(chain, good, preflight)
+        pre = preflight(self.scope, good, bad, chain, self.method is SearchMethod.POSTERIOR)
+        if pre.unresolved is not None:
+            self.unresolved.append(pre.unresolved)
+        if pre.status is not None:
+            return self._outcome(pre.status, good, bad, [], pre.comparison)
+        self.remaining.total = pre.comparison
+        culprits = self.find_culprits(chain, good, pre.comparison)
         if verify_revert:
-            culprits = [replace(c, revert=self.revert_check(c.commit, bad)) for c in culprits]
+            culprits = [replace(c, revert=revert_check(self.scope, self.reverter, c.commit, bad)) for c in culprits]
         for c in culprits:
-            self._note_unresolved(c)
+            if (open_range := culprit_range(c, self.scope.verdicts)) is not None:
+                self.unresolved.append(open_range)
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
-        return self._outcome(status, good, bad, culprits, preflight)
-
-    def _warn_if_too_noisy(self, preflight: Comparison) -> None:
-        """Before the search, when this noise leaves tests that find no change only the cap:
-        better known now than read off a row of inconclusive tests."""
-        needed = truncation_rounds(preflight.sigma, min_change_shift(self.bench.min_change_pct), self.config)
-        if self.config.truncate and math.isfinite(preflight.sigma) and needed > self.config.max_rounds:
-            advice = NoiseAdvice(
-                sigma_pct=to_pct(preflight.sigma, Direction.LOWER),
-                min_change_pct=self.bench.min_change_pct,
-                max_rounds=self.config.max_rounds,
-                rounds_needed=needed,
-                resolvable_pct=to_pct(resolvable_change(preflight.sigma, self.config), Direction.LOWER),
-            )
-            self.scope.events.phase(Phase(Step.TOO_NOISY, noise=advice))
+        return self._outcome(status, good, bad, culprits, pre.comparison)
 
     def _relevant(self, chain: list[str]) -> list[str]:
         """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);
@@ -201,10 +141,10 @@ class Bisection:
             if self.evidence.out_of_time:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
-            if known_bad is None and self._nothing_left():
+            if known_bad is None and self.remaining.nothing_left():
                 break
             end = chain[-1]
-            verdict = Verdict.BAD if known_bad is not None else self._remaining(end, reference)
+            verdict = Verdict.BAD if known_bad is not None else self.remaining.still_worse(end, reference, self.order)
             known_bad = None
             if verdict is not Verdict.BAD:
                 if verdict is Verdict.INCONCLUSIVE:
@@ -220,11 +160,11 @@ class Bisection:
                 self.scope.note(Note(NoteKind.SMALLER_STEP, (found.commit,), value=size_p))
             mark = len(culprits)
             if isinstance(found, SmallerStep):
-                self.found.append(found.confirmation)
+                self.remaining.found.append(found.confirmation)
             else:
                 inner = self.descend(found)
                 if inner == [found]:  # a merge's inner culprits counted their own steps
-                    self.found.append(found.confirmation)
+                    self.remaining.found.append(found.confirmation)
                 culprits.extend(inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it
@@ -233,68 +173,11 @@ class Bisection:
             reference, chain = found.commit, chain[chain.index(found.commit) + 1 :]
         return culprits
 
-    def _remaining(self, end: str, reference: str) -> Verdict:
-        """Whether `end` is still worse than `reference` (the latest culprit, or the good end
-        of a stretch before one): worth searching the commits between them.
-
-        The posterior search has measured both many times over, so their levels usually
-        answer it with no test of its own (core/posterior.level_gap): nothing worth a search is
-        left when the gap's (1 - beta) upper bound is below the minimum (a step of the minimum
-        is then missed with at most beta, as the zone's test would), and the stretch is searched
-        when its (1 - alpha) lower bound is above ignore_below (a false "worse" only costs a
-        search: the confirmation names culprits). In between, the paired test of the two."""
-        measured_end, measured_ref = self.evidence.stand_in(end), self.evidence.stand_in(reference)
-        if self.method is SearchMethod.POSTERIOR:
-            gap = self._gap(measured_ref, measured_end)
-            if gap is not None:
-                z = NormalDist().inv_cdf
-                if gap.upper(z(1 - self.config.beta)) < min_change_shift(self.bench.min_change_pct):
-                    upper = to_pct(gap.upper(z(1 - self.config.beta)), self.bench.direction)
-                    self.scope.note(Note(NoteKind.NOTHING_BETWEEN, (end, reference), value=upper))
-                    return Verdict.GOOD
-                if gap.lower(z(1 - self.config.alpha)) > self.config.ignore:
-                    return Verdict.BAD
-        else:
-            measured_end = end  # the sequential search measures each commit as itself
-        return self.compare(measured_end, measured_ref, Purpose.REMAINING).verdict
-
-    def _gap(self, a: str, b: str) -> Gap | None:
-        """`b`'s level minus `a`'s from what the bisection measured (every commit's blocks, for
-        the noise and the drift)."""
-        blocks: dict[str, list[float]] = {}
-        times: dict[str, list[float]] = {}
-        for sha in {self.evidence.stand_in(c) for c in self.order} | {a, b}:
-            levels, at = self.evidence.levels(sha)
-            if levels:
-                blocks[sha], times[sha] = levels, [float(t) for t in at]
-        return level_gap(blocks, times, a, b)
-
-    def _nothing_left(self) -> bool:
-        """The posterior search: whether the steps found so far leave of the preflight's change
-        less than the minimum at P >= 1 - beta (core/stats.remaining_upper); then no further
-        range is searched, before or after them, and the note says so once."""
-        if self.method is not SearchMethod.POSTERIOR or self.total is None or not self.found:
-            return False
-        if self.said_nothing_left:
-            return True
-        upper = remaining_upper(self.total.diffs, [c.diffs for c in self.found], self.config.beta)
-        if upper >= min_change_shift(self.bench.min_change_pct):
-            return False
-        self.said_nothing_left = True
-        self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, self.bench.direction)))
-        return True
-
     def _budget_spent(self, chain: Sequence[str], reference: str, left: OutOfTime) -> None:
         """The deadline passed: record the smallest range proved so far and what finishing costs."""
-        positions = [reference, *chain]
-        inside = tuple(positions[left.last_good + 1 : left.first_bad + 1])
-        probes_left = math.ceil(math.log2(max(2, len(inside)))) + 1  # bisection steps + the confirmation
-        times = self.evidence.times
-        per = (times.measure_s + times.decide_s) / times.comparisons if times.comparisons else None
-        seconds = per * probes_left if per is not None else None
-        cause = Cause(UnresolvedCause.OUT_OF_TIME, inside, rounds=probes_left, seconds=seconds)
-        self.unresolved.append(Unresolved(positions[left.last_good], positions[left.first_bad], inside, (cause,)))
-        self.scope.note(Note(NoteKind.OUT_OF_TIME, (positions[left.last_good],), count=len(inside), value=seconds))
+        open_range, note = out_of_time(chain, reference, left, self.evidence.times)
+        self.unresolved.append(open_range)
+        self.scope.note(note)
 
     def descend(self, found: Culprit) -> list[Culprit]:
         """A merge culprit stands for the commits it brought in: name the one inside."""
@@ -318,50 +201,6 @@ class Bisection:
             replace(c, via_merge=found.commit, posterior=c.posterior * scale, range_posterior=c.range_posterior * scale)
             for c in inner
         ]
-
-    def revert_check(self, culprit: str, bad: str) -> RevertCheck:
-        """Build bad with the culprit reverted and show that the regression goes away."""
-        if self.reverter is None:
-            return RevertCheck(RevertStatus.UNAVAILABLE, None, None, "no way to make revert commits here")
-        self.scope.phase(Step.REVERT_CHECK, (bad, culprit))
-        info = self.reverter(culprit, bad)
-        if info is None:
-            return RevertCheck(RevertStatus.CONFLICT, None, None, f"reverting {culprit[:10]} on {bad[:10]} conflicts")
-        self.evidence.record(info.sha, info)
-        build = self.evidence.build(info.sha)
-        if not build.ok:
-            return RevertCheck(RevertStatus.BUILD_FAILED, info.sha, None, build.reason)
-        comp = self.compare(bad, info.sha, Purpose.REVERT)
-        status = {Verdict.BAD: RevertStatus.RECOVERED, Verdict.GOOD: RevertStatus.NOT_RECOVERED}.get(
-            comp.verdict, RevertStatus.INCONCLUSIVE
-        )
-        return RevertCheck(status, info.sha, comp)
-
-    def _note_unresolved(self, c: Culprit) -> None:
-        verdicts = self.scope.verdicts
-        undecided = tuple(a for a in c.ambiguous_with if verdicts.get(a, ("", None))[1] is Verdict.INCONCLUSIVE)
-        untested = tuple(a for a in c.ambiguous_with if a not in verdicts)
-        skipped = tuple(a for a in c.ambiguous_with if a not in undecided and a not in untested)
-        if not undecided and not untested and c.confirmed:
-            return
-        causes = []
-        if undecided:
-            causes.append(Cause(UnresolvedCause.UNDECIDED_AT_CAP, undecided))
-        if untested:
-            causes.append(Cause(UnresolvedCause.NOT_MEASURED, untested))
-        if skipped:
-            causes.append(Cause(UnresolvedCause.UNBUILDABLE, skipped))
-        if not c.confirmed:
-            rounds = len(c.confirmation.diffs)
-            causes.append(
-                Cause(
-                    UnresolvedCause.NOT_CONFIRMED,
-                    (c.last_good, c.commit),
-                    rounds=rounds,
-                    verdict=c.confirmation.verdict,
-                )
-            )
-        self.unresolved.append(Unresolved(c.last_good, c.commit, (*c.ambiguous_with, c.commit), tuple(causes)))
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:
         account = self.evidence.account([good, bad, *(c.commit for c in culprits)])

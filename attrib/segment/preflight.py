@@ -1,0 +1,85 @@
+"""The preflight: bad against good, before any search, and what it decides about the run.
+
+No meaningful worsening ends the run as not reproduced; an undecided one ends it inconclusive,
+with the whole chain as its open range; references that do not build or cannot be measured end
+it with `ReferenceFailed`. When the noise it measured leaves a test that finds no change only
+the cap, the `NoiseAdvice` phase says so before the search (progress.py words it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from attrib.core.model import DecisionRule, Direction, NoiseAdvice, Phase, Purpose, Status, Step, Verdict
+from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
+from attrib.errors import ReferenceFailed
+from attrib.evaluate.evaluation import Comparison
+from attrib.outcome import Unresolved
+from attrib.recipe import BenchmarkSpec
+from attrib.segment.open_ranges import not_clearly_worse
+from attrib.segment.scope import Evidence, Scope
+
+
+@dataclass(frozen=True)
+class Preflight:
+    comparison: Comparison  # bad against good: the whole change
+    status: Status | None = None  # the outcome's, when no search follows (not reproduced, inconclusive)
+    unresolved: Unresolved | None = None  # an undecided preflight's open range: the whole chain
+
+
+def preflight(scope: Scope, good: str, bad: str, chain: Sequence[str], posterior: bool) -> Preflight:
+    """Compare bad against good (`chain`: the commits between them, oldest first)."""
+    scope.phase(Step.PREFLIGHT, (bad, good))
+    comp = scope.compare_one(bad, good, Purpose.PREFLIGHT)
+    config = scope.config
+    if (
+        posterior
+        and comp.verdict is Verdict.INCONCLUSIVE
+        and comp.rule is not DecisionRule.BUDGET
+        and len(comp.diffs) >= config.max_rounds
+    ):
+        # The zone's test (ignore_below against the minimum) needs more rounds than one of 0
+        # against the minimum: an undecided preflight at the cap goes on, as an undecided
+        # commit at the boundary does, before the outcome may be called inconclusive.
+        scope.phase(Step.MORE_SAMPLES, (bad,), 1)
+        (comp,) = scope.evidence.compare([bad], good, Purpose.EXTEND, config.extended(), resume={bad: comp.diffs})
+    check_references(scope.evidence, good, bad, comp)
+    if comp.verdict is Verdict.GOOD:
+        return Preflight(comp, Status.NOT_REPRODUCED)
+    # Said for an undecided preflight too: there, what noise this is and what minimum would
+    # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
+    advice = noise_advice(comp, scope.bench, config)
+    if advice is not None:
+        scope.events.phase(Phase(Step.TOO_NOISY, noise=advice))
+    if comp.verdict is Verdict.INCONCLUSIVE:
+        return Preflight(comp, Status.INCONCLUSIVE, not_clearly_worse(good, bad, chain, comp, scope.bench.direction))
+    return Preflight(comp)
+
+
+def check_references(evidence: Evidence, good: str, bad: str, comp: Comparison) -> None:
+    """Both references must build and be measured: without them there is nothing to search."""
+    for sha, role in ((good, "good"), (bad, "bad")):
+        build = evidence.record(sha).build
+        if build is not None and not build.ok:
+            raise ReferenceFailed(
+                f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}"
+            )
+    if comp.verdict is Verdict.SKIP:
+        raise ReferenceFailed(f"cannot measure the references: {comp.reason}")
+
+
+def noise_advice(comp: Comparison, bench: BenchmarkSpec, config: TestConfig) -> NoiseAdvice | None:
+    """When this noise leaves tests that find no change only the cap: better known before the
+    search than read off a row of inconclusive tests. None when the noise is fine."""
+    needed = truncation_rounds(comp.sigma, min_change_shift(bench.min_change_pct), config)
+    if not (config.truncate and math.isfinite(comp.sigma) and needed > config.max_rounds):
+        return None
+    return NoiseAdvice(
+        sigma_pct=to_pct(comp.sigma, Direction.LOWER),
+        min_change_pct=bench.min_change_pct,
+        max_rounds=config.max_rounds,
+        rounds_needed=needed,
+        resolvable_pct=to_pct(resolvable_change(comp.sigma, config), Direction.LOWER),
+    )
