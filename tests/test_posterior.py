@@ -186,3 +186,36 @@ def test_a_build_break_is_stepped_away_from_not_walked_through():
     assert first.action is Action.BUILD
     nxt, _ = next_request(64, blocks, tau=0.125, unbuildable=frozenset({first.position}))
     assert nxt.action is Action.BUILD and abs(nxt.position - first.position) > 1
+
+
+def _levels(rng, spec):
+    return {p: list(level + rng.normal(0, 0.3, count)) for p, (level, count) in spec.items()}
+
+
+def test_with_no_builds_left_only_the_located_gap_is_built():
+    # the change lies between the measured commits 10 and 20: with the budget spent the search
+    # may still build inside that gap (that names one commit), and nowhere else
+    rng = np.random.default_rng(11)
+    blocks = _levels(rng, {0: (0.0, 6), 10: (0.0, 6), 20: (3.0, 6), 40: (3.0, 6)})
+    free, _ = next_requests(40, blocks, tau=0.125)
+    spent, _ = next_requests(40, blocks, tau=0.125, builds_left=0)
+    assert free[0].action is Action.BUILD and 10 < free[0].position < 20
+    assert all(r.action is Action.MEASURE or 10 < r.position < 20 for r in spent)
+    assert any(r.action is Action.BUILD for r in spent)
+    # a batch never asks for more builds than are left
+    wide, _ = next_requests(40, blocks, tau=0.125, builds_left=1, width=4)
+    unlimited, _ = next_requests(40, blocks, tau=0.125, width=4)
+    assert sum(r.action is Action.BUILD for r in wide) <= 1 < sum(r.action is Action.BUILD for r in unlimited)
+
+
+def test_with_no_builds_left_a_split_posterior_measures_what_is_built():
+    # commit 20 sits at neither level (a second, smaller step): the posterior stays split, and
+    # with no builds left the search measures built commits only; an unlimited batch builds
+    rng = np.random.default_rng(12)
+    blocks = _levels(rng, {0: (0.0, 6), 20: (1.5, 4), 40: (3.0, 6)})
+    free, _ = next_requests(40, blocks, tau=0.125, width=3)
+    spent, post = next_requests(40, blocks, tau=0.125, builds_left=0, width=3)
+    assert 0.01 < post.below(20) < 0.99  # neither gap holds the change
+    assert any(r.action is Action.BUILD for r in free)
+    assert spent[0].action in (Action.MEASURE, Action.EXHAUSTED)
+    assert all(r.action is not Action.BUILD for r in spent)

@@ -286,9 +286,16 @@ def mixture_bits(f: np.ndarray, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> 
     return np.clip(h_mix - h_comp, 0.0, h_side)
 
 
-def _credible(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[int, tuple[int, ...]] | None:
-    """A position (with the unbuildable commits just before it) holding >= `at`, else None."""
+def _credible(
+    post: Posterior, unbuildable: frozenset[int], at: float, untested: frozenset[int] = frozenset()
+) -> tuple[int, tuple[int, ...]] | None:
+    """A position (with the unbuildable commits just before it) holding >= `at`, else None.
+
+    `untested`: commits that will not be built (the build budget is spent); like unbuildable
+    ones they carry no data, so the gap across them is one place, named by the measured commit
+    at its top."""
     probs = post.probs
+    unbuildable = unbuildable | untested
     for k in range(1, len(probs)):
         if probs[k] <= 0:
             continue
@@ -322,6 +329,7 @@ def next_requests(
     build_cost: float = DEFAULT_BUILD_COST,
     locate_at: float = DEFAULT_LOCATE_AT,
     blocks_left: int | None = None,
+    builds_left: int | None = None,
     times: Mapping[int, Sequence[float]] | None = None,
     width: int = 1,
     cap: int | None = None,
@@ -338,14 +346,36 @@ def next_requests(
     the MEASUREs and BUILDs with the most bits per unit cost, each valued as if the sides of
     the ones chosen before it were known (so a batch spreads out instead of piling onto one
     gap, and each further probe is worth less). `anchor`: the search has seen the data favour
-    a drifting machine, so the reference is measured in every round (see `_ends_due`)."""
+    a drifting machine, so the reference is measured in every round (see `_ends_due`).
+
+    `builds_left`: how many more commits the segment may build (None: no limit). A batch asks
+    for at most that many BUILDs; once none are left only measured commits are asked for, and
+    a gap between two measured commits that holds `locate_at` is located as one place; the
+    untested commits inside that gap may still be built (that finishes the search in at most
+    log2 of its width builds), and when none are, the gap is named by the commit at its top with
+    the others as its ambiguous range (the driver reports it unresolved: not measured). A build costs
+    `build_cost` blocks in the value, but the budget is what bounds builds: where the one-step
+    model misfits (a second, smaller step elsewhere puts some commits at neither level) the
+    posterior keeps a share on the far mode and each build still looks worth its cost."""
     post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
+    no_builds = builds_left is not None and builds_left <= 0
+    untested = (
+        frozenset(j for j in range(1, n) if j not in counts and j not in unbuildable) if no_builds else frozenset()
+    )
+    if untested:
+        located = _credible(post, unbuildable, locate_at, untested)
+        # (a gap that is the whole segment is not located: nothing inside was measured)
+        if located is not None and len(located[1]) < n - 1:
+            # the budget is spent but the change is located between two measured commits: the
+            # untested ones inside that gap may still be built, since they are what names one
+            # commit (at most log2 of the gap's width more builds); elsewhere nothing is built
+            untested -= frozenset(located[1])
 
     def capped(j: int) -> bool:
         return cap is not None and 0 < j < n and counts.get(j, 0) >= cap
 
-    hit = _credible(post, unbuildable, locate_at)
+    hit = _credible(post, unbuildable, locate_at, untested)
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
@@ -371,7 +401,7 @@ def next_requests(
     open_ = [
         j
         for j in range(1, n)
-        if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
+        if j not in unbuildable and j not in untested and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
     ]
     if not open_:
         return (credible_range(post, unbuildable, locate_at),), post
@@ -407,6 +437,7 @@ def next_requests(
     batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
     batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts, post, anchor)]
     cuts = [j]
+    builds = int(j not in counts)  # builds asked for in this batch, within `builds_left`
     while len(batch) < width:
         edges = [0, *sorted(cuts), n]
         lo = np.array([max(e for e in edges if e < p) for p in open_])
@@ -417,11 +448,14 @@ def next_requests(
             f = np.where(mass > 1e-12, (cdf[js] - f_lo) / mass, 0.0)
         more = mass * mixture_bits(f, a, b, s) / cost
         more[[i for i, p in enumerate(open_) if p in cuts or capped(p)]] = 0.0
+        if builds_left is not None and builds >= builds_left:
+            more[[i for i, p in enumerate(open_) if p not in counts]] = 0.0
         nxt = int(np.argmax(more))
         if more[nxt] <= 1e-9:
             break
         p = open_[nxt]
         cuts.append(p)
+        builds += int(p not in counts)
         batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
     return tuple(batch), post
 

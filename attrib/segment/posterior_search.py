@@ -23,6 +23,20 @@ from attrib.segment.scope import Scope
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search on
 MAX_FAILED_RUNS = 3  # runs of one commit that may fail before it is a skip
 TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
+BUILD_SLACK = 2  # a segment of n commits may build ceil(log2 n) + this of them: what bisection
+# needs, and room for a build break or a boundary the noise moves once; with the two ends that
+# is issue 19's ceil(log2 N) + 4 for a whole single-step range
+
+
+def build_budget(n: int) -> int:
+    """The commits a search over a segment of n may build (its ends, measured before, aside).
+
+    A one-step search needs ceil(log2 n) builds; what the budget stops is the search that
+    keeps building because its model misfits (a second step below the minimum leaves commits
+    at neither level, and the posterior never settles), or that walks through a build break
+    one failed commit at a time. Spent, the search measures the commits it has and names the
+    gap between two of them (core/posterior.next_requests, `builds_left`)."""
+    return math.ceil(math.log2(max(n, 2))) + BUILD_SLACK
 
 
 class PosteriorSearch:
@@ -80,6 +94,7 @@ class PosteriorSearch:
         extended: set[int] = set()
         cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
         spent, retries, anchor = 0, 0, False
+        builds, budget = 0, build_budget(n)  # commits this segment asked to build, and its limit
         scope.phase(Step.LOCATING, (reference,), n)
         for end in (0, n):  # a merge's side line: its ends may not be measured yet
             while len(self._levels(positions[end])[0]) < scope.config.min_rounds:
@@ -90,6 +105,7 @@ class PosteriorSearch:
             reqs, post = locate.next_requests(
                 n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended), anchor=anchor,
+                builds_left=budget - builds,
             )  # fmt: skip
             anchor = anchor or post.drift_weight > 0.5  # once drifting, the reference stays in every round
             if ev.out_of_time:
@@ -101,6 +117,7 @@ class PosteriorSearch:
                 lost = self._round([positions[r.position] for r in reqs], fresh)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
                 spent += len(reqs)
+                builds += len(fresh)
                 continue
             if req.action is locate.Action.EXTEND:
                 extended.add(req.position)
@@ -122,6 +139,23 @@ class PosteriorSearch:
                 # exactly, and the driver searches the stretch before it when the change is not
                 # all explained (its remaining-change rule).
                 k, last = post.map, post.map - 1
+                if builds >= budget:
+                    # The builds are spent too: the posterior stayed split because the one-step
+                    # model misfits here (a second step puts some commits at neither level; the
+                    # Student-t residuals then let either end be the outlier). Between the two
+                    # measured commits around the most probable position the one-step model
+                    # holds again, so that gap is searched as a segment of its own (its own
+                    # budget: log2 of its width); the driver's remaining-change rule takes the
+                    # rest of the range, as after any culprit.
+                    k = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
+                    last = k - 1
+                    while last > 0 and (last in unbuildable or not blocks.get(last)):
+                        last -= 1
+                    if 1 < k - last < n:
+                        inner = self.search(positions[last + 1 : k + 1], positions[last])
+                        if isinstance(inner, OutOfTime):
+                            return OutOfTime(inner.last_good + last, inner.first_bad + last)
+                        return inner
                 while last > 0 and last in unbuildable:
                     last -= 1
                 amb_at = tuple(range(last + 1, k))
