@@ -107,7 +107,9 @@ class PosteriorSearch:
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended), anchor=anchor,
                 builds_left=budget - builds,
             )  # fmt: skip
-            anchor = anchor or post.drift_weight > 0.5  # once drifting, the reference stays in every round
+            # once drifting, the reference stays in every round (core/posterior.drifting: decisive
+            # evidence, by a bound that holds over every round that asks, and a drift that matters)
+            anchor = anchor or locate.drifting(post)
             if ev.out_of_time:
                 lo, hi = self._credible_range(post)
                 return OutOfTime(lo, hi)
