@@ -272,3 +272,15 @@ def test_white_noise_does_not_anchor_on_drift_but_a_real_drift_does():
     # families: 1-2 % of theirs per run) is still anchored on
     slowing = [_anchors(seed, step=1.0, drift=0.01) for seed in range(10)]
     assert sum(new for _, new in slowing) >= 8
+
+
+def test_a_commit_at_neither_level_is_not_measured_again():
+    # commit 30 sits halfway between the ends (a step on each side of it): its 8 blocks pin its
+    # level, so a ninth cannot tell its side; the search builds elsewhere instead of spending
+    # the block cap on it (a three-culprit benchmark trial measured such a commit ~60 times)
+    rng = np.random.default_rng(13)
+    blocks = _levels(rng, {0: (0.0, 8), 30: (2.0, 8), 60: (4.0, 8)})
+    reqs, post = next_requests(60, blocks, tau=0.125)
+    assert 0.01 < post.below(30) < 0.99  # the one-step model cannot place it
+    assert all(r.position != 30 for r in reqs)
+    assert reqs[0].action is Action.BUILD

@@ -53,6 +53,7 @@ IRLS_STEPS = 6
 WINSOR_SIGMAS = 2.5
 BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
 ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
+MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
 ANCHOR_ALPHA = 0.05  # the chance that a steady machine ever anchors a search on drift (see `drifting`)
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
@@ -441,6 +442,7 @@ def next_requests(
     # failed build at a time.
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     cost = np.array([build_cost * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
+    ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, n)]
     for idx, j in enumerate(open_):
         if j in counts:
             # its next block: the commit's latent level given its own blocks, on either side
@@ -451,6 +453,17 @@ def next_requests(
             b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
             s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
             cost[idx] = 1.0
+            # A commit whose own level sits decisively at neither level (a second step lies on
+            # one side of it) stays at F ~ 1/2 however often it is measured: its blocks pin its
+            # level, not its side, and the search would spend the block cap on it. Its next
+            # block is worth nothing; builds on either side of it are what can tell.
+            # (against the ends' own levels: the fitted two levels bend towards such commits)
+            off = min(
+                abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
+                for e, end_level in ends
+            )
+            if off > MISFIT_Z and post.drift_weight <= 0.5:  # (ends that drift move their levels)
+                a[idx] = b[idx]
     value = mixture_bits(cdf[js], a, b, s) / cost
     best = int(np.argmax(value))
     if value[best] <= 1e-9:

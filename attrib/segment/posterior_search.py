@@ -134,30 +134,23 @@ class PosteriorSearch:
             k, last = req.position, req.last_good
             amb_at = req.ambiguous
             if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
-                # The cap is spent and no one position holds: the one-step model does not fit (two
-                # steps of similar size put the commits between them at neither level) or the
-                # noise is at the cap. Confirm the most probable position against its nearest
-                # buildable parent rather than across the whole range: a step there is found
-                # exactly, and the driver searches the stretch before it when the change is not
-                # all explained (its remaining-change rule).
+                # The cap is spent and no one position holds: the one-step model does not fit (a
+                # second step puts some commits at neither level; the Student-t residuals then let
+                # either end be the outlier) or the noise is at the cap. Between the two measured
+                # commits around the most probable position the one-step model holds again, so
+                # that gap is searched as a segment of its own (its own build budget: log2 of its
+                # width); the driver's remaining-change rule takes the rest of the range, as after
+                # any culprit. Confirming the most probable position itself would name a commit no
+                # data point at (with the gap's mass shared uniformly, that is its first commit).
+                # A gap of one commit is confirmed as it is, against its nearest buildable parent.
+                top = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
+                bottom = max(i for i in range(top) if i not in unbuildable and blocks.get(i))
+                if 1 < top - bottom < n and any(i not in unbuildable for i in range(bottom + 1, top)):
+                    inner = self.search(positions[bottom + 1 : top + 1], positions[bottom])
+                    if isinstance(inner, OutOfTime):
+                        return OutOfTime(inner.last_good + bottom, inner.first_bad + bottom)
+                    return inner
                 k, last = post.map, post.map - 1
-                if builds >= budget:
-                    # The builds are spent too: the posterior stayed split because the one-step
-                    # model misfits here (a second step puts some commits at neither level; the
-                    # Student-t residuals then let either end be the outlier). Between the two
-                    # measured commits around the most probable position the one-step model
-                    # holds again, so that gap is searched as a segment of its own (its own
-                    # budget: log2 of its width); the driver's remaining-change rule takes the
-                    # rest of the range, as after any culprit.
-                    k = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
-                    last = k - 1
-                    while last > 0 and (last in unbuildable or not blocks.get(last)):
-                        last -= 1
-                    if 1 < k - last < n:
-                        inner = self.search(positions[last + 1 : k + 1], positions[last])
-                        if isinstance(inner, OutOfTime):
-                            return OutOfTime(inner.last_good + last, inner.first_bad + last)
-                        return inner
                 while last > 0 and last in unbuildable:
                     last -= 1
                 amb_at = tuple(range(last + 1, k))
