@@ -54,6 +54,8 @@ IRLS_STEPS = 6
 WINSOR_SIGMAS = 2.5
 BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
 ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
+MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
+ANCHOR_ALPHA = 0.05  # the chance that a steady machine ever anchors a search on drift (see `drifting`)
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
 
@@ -88,6 +90,10 @@ class Posterior:
     sigma: float  # per-block noise used
     tau: float  # per-commit scatter used
     drift_weight: float = 0.0  # the linear-drift model's share of the evidence (0: no drift model fitted)
+    drift_log_bf: float = -math.inf  # log Bayes factor, drift model against none (-inf: not fitted)
+    drift: float = 0.0  # the fitted drift over the span of the blocks' times, in level units
+    drift_se: float = math.inf  # its standard error
+    dof: int = 0  # within-commit degrees of freedom the noise rests on
 
     @property
     def step(self) -> float:
@@ -147,7 +153,8 @@ def _fit_sides(
     """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
     block times `t`, a common drift slope) fitted to the commit levels y with variances v by
     iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
-    log-likelihood, log-determinant of the information) per row.
+    log-likelihood less half the log-determinant of the information, the step's standard error,
+    (the slope, its standard error) (0 without `t`)) per row.
 
     `within` (slope, variance) is what the blocks inside each commit say about the slope, the
     same under every hypothesis: one more observation of the slope alone (of 0 without `t`)."""
@@ -175,7 +182,9 @@ def _fit_sides(
     _, logdet = np.linalg.slogdet(info + np.eye(x.shape[2]) * 1e-12)
     cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
     se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
-    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se
+    slope = beta[:, 2] if x.shape[2] > 2 else np.zeros(rows)
+    slope_se = np.sqrt(np.maximum(cov[:, 2, 2], 0.0)) if x.shape[2] > 2 else np.zeros(rows)
+    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se, (slope, slope_se)
 
 
 def _within_slope(
@@ -295,20 +304,38 @@ def posterior(
     mass = np.exp(logs - logs.max()).sum(axis=0)
     mass /= mass.sum()
     which = int(np.argmax(logs.max(axis=1)))
-    m0, m1, _, se = fits[which]
+    m0, m1, _, se, _ = fits[which]
     if which == 1 and drifting is not None:
         sigma = drifting[0]
     # each model's evidence summed over the hypotheses: how much the data ask for the slope
     top = logs.max()
     evidence = np.log(np.exp(logs - top).sum(axis=1))
     drift_weight = float(np.exp(evidence[1] - np.logaddexp(evidence[0], evidence[1]))) if len(fits) > 1 else 0.0
+    log_bf, drift, drift_se = -math.inf, 0.0, math.inf
+    if len(fits) > 1 and times is not None:
+        log_bf = float(evidence[1] - evidence[0])
+        # the slope is per unit of (mean time / scale): over the whole span of block times
+        every = np.concatenate([np.asarray(times[p], dtype=float) for p in measured])
+        span = float(np.ptp(every)) / scale
+        at = int(np.argmax(logs[1]))
+        drift, drift_se = float(fits[1][4][0][at]) * span, float(fits[1][4][1][at]) * span
     probs = np.zeros(n + 1)
     for c in range(m - 1):
         lo, hi = measured[c], measured[c + 1]
         probs[lo + 1 : hi + 1] = mass[c] / (hi - lo)
     best = int(np.argmax(mass))
     return Posterior(
-        tuple(float(p) for p in probs), float(m0[best]), float(m1[best]), float(se[best]), sigma, tau, drift_weight
+        tuple(float(p) for p in probs),
+        float(m0[best]),
+        float(m1[best]),
+        float(se[best]),
+        sigma,
+        tau,
+        drift_weight,
+        log_bf,
+        drift,
+        drift_se,
+        sum(len(blocks[p]) - 1 for p in measured),
     )
 
 
@@ -330,9 +357,16 @@ def mixture_bits(f: np.ndarray, a: np.ndarray, b: np.ndarray, s: np.ndarray) -> 
     return np.clip(h_mix - h_comp, 0.0, h_side)
 
 
-def _credible(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[int, tuple[int, ...]] | None:
-    """A position (with the unbuildable commits just before it) holding >= `at`, else None."""
+def _credible(
+    post: Posterior, unbuildable: frozenset[int], at: float, untested: frozenset[int] = frozenset()
+) -> tuple[int, tuple[int, ...]] | None:
+    """A position (with the unbuildable commits just before it) holding >= `at`, else None.
+
+    `untested`: commits that will not be built (the build budget is spent); like unbuildable
+    ones they carry no data, so the gap across them is one place, named by the measured commit
+    at its top."""
     probs = post.probs
+    unbuildable = unbuildable | untested
     for k in range(1, len(probs)):
         if probs[k] <= 0:
             continue
@@ -366,6 +400,7 @@ def next_requests(
     build_cost: float = DEFAULT_BUILD_COST,
     locate_at: float = DEFAULT_LOCATE_AT,
     blocks_left: int | None = None,
+    builds_left: int | None = None,
     times: Mapping[int, Sequence[float]] | None = None,
     width: int = 1,
     cap: int | None = None,
@@ -382,14 +417,36 @@ def next_requests(
     the MEASUREs and BUILDs with the most bits per unit cost, each valued as if the sides of
     the ones chosen before it were known (so a batch spreads out instead of piling onto one
     gap, and each further probe is worth less). `anchor`: the search has seen the data favour
-    a drifting machine, so the reference is measured in every round (see `_ends_due`)."""
+    a drifting machine, so the reference is measured in every round (see `_ends_due`).
+
+    `builds_left`: how many more commits the segment may build (None: no limit). A batch asks
+    for at most that many BUILDs; once none are left only measured commits are asked for, and
+    a gap between two measured commits that holds `locate_at` is located as one place; the
+    untested commits inside that gap may still be built (that finishes the search in at most
+    log2 of its width builds), and when none are, the gap is named by the commit at its top with
+    the others as its ambiguous range (the driver reports it unresolved: not measured). A build costs
+    `build_cost` blocks in the value, but the budget is what bounds builds: where the one-step
+    model misfits (a second, smaller step elsewhere puts some commits at neither level) the
+    posterior keeps a share on the far mode and each build still looks worth its cost."""
     post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
+    no_builds = builds_left is not None and builds_left <= 0
+    untested = (
+        frozenset(j for j in range(1, n) if j not in counts and j not in unbuildable) if no_builds else frozenset()
+    )
+    if untested:
+        located = _credible(post, unbuildable, locate_at, untested)
+        # (a gap that is the whole segment is not located: nothing inside was measured)
+        if located is not None and len(located[1]) < n - 1:
+            # the budget is spent but the change is located between two measured commits: the
+            # untested ones inside that gap may still be built, since they are what names one
+            # commit (at most log2 of the gap's width more builds); elsewhere nothing is built
+            untested -= frozenset(located[1])
 
     def capped(j: int) -> bool:
         return cap is not None and 0 < j < n and counts.get(j, 0) >= cap
 
-    hit = _credible(post, unbuildable, locate_at)
+    hit = _credible(post, unbuildable, locate_at, untested)
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
@@ -429,7 +486,7 @@ def next_requests(
     open_ = [
         j
         for j in range(1, n)
-        if j not in unbuildable and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
+        if j not in unbuildable and j not in untested and 1e-9 < cdf[j] < 1 - 1e-9 and not (capped(j) and j in extended)
     ]
     if not open_:
         return (credible_range(post, unbuildable, locate_at),), post
@@ -443,6 +500,7 @@ def next_requests(
     # failed build at a time.
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     cost = np.array([build_cost * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
+    ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, n)]
     for idx, j in enumerate(open_):
         if j in counts:
             # its next block: the commit's latent level given its own blocks, on either side
@@ -453,6 +511,17 @@ def next_requests(
             b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
             s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
             cost[idx] = 1.0
+            # A commit whose own level sits decisively at neither level (a second step lies on
+            # one side of it) stays at F ~ 1/2 however often it is measured: its blocks pin its
+            # level, not its side, and the search would spend the block cap on it. Its next
+            # block is worth nothing; builds on either side of it are what can tell.
+            # (against the ends' own levels: the fitted two levels bend towards such commits)
+            off = min(
+                abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
+                for e, end_level in ends
+            )
+            if off > MISFIT_Z and post.drift_weight <= 0.5:  # (ends that drift move their levels)
+                a[idx] = b[idx]
     value = mixture_bits(cdf[js], a, b, s) / cost
     best = int(np.argmax(value))
     if value[best] <= 1e-9:
@@ -465,6 +534,7 @@ def next_requests(
     batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
     batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts, post, anchor)]
     cuts = [j]
+    builds = int(j not in counts)  # builds asked for in this batch, within `builds_left`
     while len(batch) < width:
         edges = [0, *sorted(cuts), n]
         lo = np.array([max(e for e in edges if e < p) for p in open_])
@@ -475,13 +545,39 @@ def next_requests(
             f = np.where(mass > 1e-12, (cdf[js] - f_lo) / mass, 0.0)
         more = mass * mixture_bits(f, a, b, s) / cost
         more[[i for i, p in enumerate(open_) if p in cuts or capped(p)]] = 0.0
+        if builds_left is not None and builds >= builds_left:
+            more[[i for i, p in enumerate(open_) if p not in counts]] = 0.0
         nxt = int(np.argmax(more))
         if more[nxt] <= 1e-9:
             break
         p = open_[nxt]
         cuts.append(p)
+        builds += int(p not in counts)
         batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
     return tuple(batch), post
+
+
+def drifting(post: Posterior, alpha: float = ANCHOR_ALPHA) -> bool:
+    """Whether the data say the machine drifts enough to anchor the search on the reference.
+
+    Three conditions, each derived rather than tuned:
+    * a noise that is known: the evidence for a slope is computed with the noise taken as
+      known, and from a handful of blocks it is luck (a boundary waits for the same
+      MIN_LOCATE_DOF within-commit degrees of freedom). Measured on seeded white-noise
+      segments, the false anchors the other two conditions let through came from searches
+      with 4..14 degrees of freedom and a drift fitted 3..5 standard errors from 0;
+    * decisive evidence: the search asks this after every round and, once true, it stays true
+      (the driver's `anchor`), so it is a sequential test. The Bayes factor of drift against a
+      steady machine is a nonnegative martingale when the machine is steady, and by Ville's
+      inequality P(it ever reaches 1/alpha) <= alpha, however many rounds look at it. The old
+      rule (drift_weight > 1/2, a Bayes factor of 1) asked no more than even odds at every
+      look, and white noise passes that by chance in a long search;
+    * a drift that can matter: the model already lets every commit sit up to about tau (the
+      per-commit scatter, a quarter of ignore_below) off its level at no cost, so a fitted
+      drift over the whole span of the search below tau moves no commit by more than that
+      allowance and cannot move a verdict; measuring the reference every round for it buys
+      nothing."""
+    return post.dof >= MIN_LOCATE_DOF and post.drift_log_bf >= math.log(1 / alpha) and abs(post.drift) > post.tau
 
 
 def _ends_due(n: int, counts: Mapping[int, int], post: Posterior, anchor: bool) -> list[int]:
@@ -491,10 +587,10 @@ def _ends_due(n: int, counts: Mapping[int, int], post: Posterior, anchor: bool) 
     its level is known, so an end is measured again once an inside commit has more than twice
     its blocks (with a change at position 1 the good level rests on the reference alone). Where
     the data favour a drifting machine (or did earlier in the search: `anchor`) the reference
-    is measured in every round, as the sequential search's paired rounds measure it with every
-    candidate: the good level is then known now, not only as it was at the start, and the
+    is measured in every round (`drifting`), as the sequential search's paired rounds measure it
+    with every candidate: the good level is then known now, not only as it was at the start, and the
     drift the report states rests on one commit measured across the whole search."""
-    due = [0] if anchor or post.drift_weight > 0.5 else []
+    due = [0] if anchor or drifting(post) else []
     inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
     for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
         if end not in due and counts.get(end, 0) * ENDS_SHARE < inside:

@@ -23,6 +23,20 @@ from attrib.segment.scope import Scope
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search on
 MAX_FAILED_RUNS = 3  # runs of one commit that may fail before it is a skip
 TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
+BUILD_SLACK = 2  # a segment of n commits may build ceil(log2 n) + this of them: what bisection
+# needs, and room for a build break or a boundary the noise moves once; with the two ends that
+# is issue 19's ceil(log2 N) + 4 for a whole single-step range
+
+
+def build_budget(n: int) -> int:
+    """The commits a search over a segment of n may build (its ends, measured before, aside).
+
+    A one-step search needs ceil(log2 n) builds; what the budget stops is the search that
+    keeps building because its model misfits (a second step below the minimum leaves commits
+    at neither level, and the posterior never settles), or that walks through a build break
+    one failed commit at a time. Spent, the search measures the commits it has and names the
+    gap between two of them (core/posterior.next_requests, `builds_left`)."""
+    return math.ceil(math.log2(max(n, 2))) + BUILD_SLACK
 
 
 class PosteriorSearch:
@@ -80,6 +94,7 @@ class PosteriorSearch:
         extended: set[int] = set()
         cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
         spent, retries, anchor = 0, 0, False
+        builds, budget = 0, build_budget(n)  # commits this segment asked to build, and its limit
         scope.phase(Step.LOCATING, (reference,), n)
         for end in (0, n):  # a merge's side line: its ends may not be measured yet
             while len(self._levels(positions[end])[0]) < scope.config.min_rounds:
@@ -90,8 +105,11 @@ class PosteriorSearch:
             reqs, post = locate.next_requests(
                 n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended), anchor=anchor,
+                builds_left=budget - builds,
             )  # fmt: skip
-            anchor = anchor or post.drift_weight > 0.5  # once drifting, the reference stays in every round
+            # once drifting, the reference stays in every round (core/posterior.drifting: decisive
+            # evidence, by a bound that holds over every round that asks, and a drift that matters)
+            anchor = anchor or locate.drifting(post)
             if ev.out_of_time:
                 lo, hi = self._credible_range(post)
                 return OutOfTime(lo, hi)
@@ -101,6 +119,7 @@ class PosteriorSearch:
                 lost = self._round([positions[r.position] for r in reqs], fresh)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
                 spent += len(reqs)
+                builds += len(fresh)
                 continue
             if req.action is locate.Action.EXTEND:
                 extended.add(req.position)
@@ -115,12 +134,22 @@ class PosteriorSearch:
             k, last = req.position, req.last_good
             amb_at = req.ambiguous
             if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
-                # The cap is spent and no one position holds: the one-step model does not fit (two
-                # steps of similar size put the commits between them at neither level) or the
-                # noise is at the cap. Confirm the most probable position against its nearest
-                # buildable parent rather than across the whole range: a step there is found
-                # exactly, and the driver searches the stretch before it when the change is not
-                # all explained (its remaining-change rule).
+                # The cap is spent and no one position holds: the one-step model does not fit (a
+                # second step puts some commits at neither level; the Student-t residuals then let
+                # either end be the outlier) or the noise is at the cap. Between the two measured
+                # commits around the most probable position the one-step model holds again, so
+                # that gap is searched as a segment of its own (its own build budget: log2 of its
+                # width); the driver's remaining-change rule takes the rest of the range, as after
+                # any culprit. Confirming the most probable position itself would name a commit no
+                # data point at (with the gap's mass shared uniformly, that is its first commit).
+                # A gap of one commit is confirmed as it is, against its nearest buildable parent.
+                top = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
+                bottom = max(i for i in range(top) if i not in unbuildable and blocks.get(i))
+                if 1 < top - bottom < n and any(i not in unbuildable for i in range(bottom + 1, top)):
+                    inner = self.search(positions[bottom + 1 : top + 1], positions[bottom])
+                    if isinstance(inner, OutOfTime):
+                        return OutOfTime(inner.last_good + bottom, inner.first_bad + bottom)
+                    return inner
                 k, last = post.map, post.map - 1
                 while last > 0 and last in unbuildable:
                     last -= 1
@@ -139,6 +168,13 @@ class PosteriorSearch:
             confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
             blocks, times = self._data(positions)
             after = locate.posterior(n, blocks, tau=self.tau, times=times)
+            if not anchor and locate.drifting(after):
+                # a step far above the noise is located before sigma is known well enough to
+                # anchor on; the confirmation's rounds pin it down, and a drift seen now is
+                # stated as one seen earlier would be (the reference measured until it can be)
+                anchor = True
+                while len(self._levels(reference)[0]) < DRIFT_MIN_BLOCKS and not self._round([reference], set()):
+                    pass
             held = sum(after.probs[last + 1 : k + 1])
             amb = tuple(positions[i] for i in amb_at)
             if (
