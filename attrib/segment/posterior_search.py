@@ -75,7 +75,9 @@ class PosteriorSearch:
         at = scope.config.max_rounds
         config = replace(scope.config, min_rounds=at, known_min_rounds=at, max_rounds=at * EXTEND_FACTOR)
         scope.phase(Step.MORE_SAMPLES, (sha,), 1)
-        (comp,) = scope.compare([sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config, placed_against=reference)
+        (comp,) = scope.compare(
+            [sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config, placed_against=reference
+        )
         return 2 * len(comp.diffs)
 
     def _data(self, positions: list[str]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
@@ -177,6 +179,16 @@ class PosteriorSearch:
                     pass
             held = sum(after.probs[last + 1 : k + 1])
             amb = tuple(positions[i] for i in amb_at)
+            if confirm.verdict is Verdict.GOOD and (
+                held >= locate.DEFAULT_LOCATE_AT
+                or req.action is locate.Action.EXHAUSTED
+                or retries >= MAX_CONFIRM_RETRIES
+            ):
+                # the paired rounds put the step between these two at or below ignore_below (a
+                # step of the minimum there is called GOOD with at most beta): never a culprit,
+                # whether the posterior still holds it or the search has nothing left to ask; the
+                # driver's remaining-change rule looks for what the rest of the change is
+                return SmallerStep(culprit, last_good, confirm, size)
             if (
                 confirm.verdict is Verdict.BAD
                 or req.action is locate.Action.EXHAUSTED
@@ -185,9 +197,6 @@ class PosteriorSearch:
                 if confirm.verdict is not Verdict.BAD:
                     scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
                 return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
-            if confirm.verdict is Verdict.GOOD and held >= locate.DEFAULT_LOCATE_AT:
-                # the change is here, and the paired rounds put it at or near the ignored size
-                return SmallerStep(culprit, last_good, confirm, size)
             retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
             scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
 
