@@ -145,7 +145,14 @@ def targets(records, families, cells) -> list[str]:
     for s in (OLD, NEW):
         single = [r for r in records if r.strategy == s and len(r.truth) == 1]
         over = [r for r in single if r.builds > math.ceil(math.log2(r.n)) + 4]
-        out.append(f"- builds > ceil(log2 N) + 4 in single-culprit trials, {s}: {_pct(len(over), len(single))}; target 0")
+        by_family: dict[str, list[int]] = {}
+        for r in over:
+            by_family.setdefault(r.family, []).append(r.builds - math.ceil(math.log2(r.n)) - 4)
+        where = "; ".join(f"{f} {len(v)} (+{min(v)}..+{max(v)})" for f, v in by_family.items()) or "none"
+        out.append(
+            f"- builds > ceil(log2 N) + 4 in single-culprit trials, {s}: {_pct(len(over), len(single))}; target 0; "
+            f"over, by family (builds over): {where}"
+        )
     return out
 
 
