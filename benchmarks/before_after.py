@@ -43,8 +43,8 @@ def section(records, families, strategies, trials, seed, wall, workers) -> str:
     lines = [
         "## The posterior search (issue 19): before and after, one run",
         "",
-        f"Seed {seed}; trials per family as listed (reduced from the full run: the machine had 2 cores",
-        f"shared by five sessions); {workers} worker(s), {wall:.0f} s wall, load average at the end "
+        f"Seed {seed}; trials per family as listed (fewer than the full run's 150-300: the machine has 2",
+        f"cores); {workers} worker(s), {wall:.0f} s wall, load average at the end "
         f"{' '.join(load)}. `attrib` is the sequential search (`[search] method = \"sequential\"`, kept for a",
         "release), `attrib-posterior` the posterior search (`method = \"posterior\"`, the default), `pinpoint` the 2018 catapult rule",
         "and `pinpoint-today` the rule in catapult since 2024-03 (benchmarks/baselines.py). CPU s is the",
