@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from scipy.special import chdtri
@@ -119,7 +120,7 @@ def commit_level(b: Sequence[float], sigma: float) -> float:
 
 
 def block_sigma(
-    blocks: Mapping[int, Sequence[float]], prior_sigma: float | None = None, quantile: float = SIGMA_UPPER_QUANTILE
+    blocks: Mapping[Any, Sequence[float]], prior_sigma: float | None = None, quantile: float = SIGMA_UPPER_QUANTILE
 ) -> float:
     """Pooled within-commit spread of the block levels, robust (the median absolute residual
     from each commit's mean, rescaled), inflated a little; with few degrees of freedom it is kept at least `prior_sigma`."""
@@ -149,7 +150,7 @@ def _fit_sides(
     good: np.ndarray,
     t: np.ndarray | None,
     within: tuple[float, float] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
     block times `t`, a common drift slope) fitted to the commit levels y with variances v by
     iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
@@ -188,9 +189,9 @@ def _fit_sides(
 
 
 def _within_slope(
-    blocks: Mapping[int, Sequence[float]],
-    times: Mapping[int, Sequence[float]],
-    measured: Sequence[int],
+    blocks: Mapping[Any, Sequence[float]],
+    times: Mapping[Any, Sequence[float]],
+    measured: Sequence[Any],
 ) -> tuple[float, float] | None:
     """The drift slope per run from the trend of each commit's blocks over its own run times,
     pooled, with the sum of squared centred times (its variance is sigma^2 over that); None
