@@ -19,22 +19,29 @@ from attrib.core.posterior import (
 SIGMA = 1.0
 
 
+def _segment(n, k, step, seed, drift=0.0):
+    """A seeded segment with its change at k: `measure(p)` adds one block of p and its time
+    (one clock tick per block); the ends start with three blocks each."""
+    rng = np.random.default_rng(seed)
+    clock = [0]
+    blocks: dict[int, list[float]] = {0: [], n: []}
+    times: dict[int, list[float]] = {0: [], n: []}
+
+    def measure(p):
+        clock[0] += 1
+        blocks.setdefault(p, []).append((step if p >= k else 0.0) + drift * clock[0] + rng.normal(0, SIGMA))
+        times.setdefault(p, []).append(float(clock[0]))
+
+    for _ in range(3):
+        for p in (0, n):
+            measure(p)
+    return measure, blocks, times
+
+
 def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, cap=600, width=1):
     """Drive next_requests to its end on a simulated segment, one batch per round; returns
     (request, posterior, builds, rounds)."""
-    rng = np.random.default_rng(seed)
-    clock = [0]
-
-    def draw(p):
-        clock[0] += 1
-        return (step if p >= k else 0.0) + drift * clock[0] + rng.normal(0, SIGMA)
-
-    blocks = {0: [], n: []}
-    times = {0: [], n: []}
-    for _ in range(3):
-        for p in (0, n):
-            blocks[p].append(draw(p))
-            times[p].append(float(clock[0]))
+    measure, blocks, times = _segment(n, k, step, seed, drift)
     builds, spent = 0, 0
     for rounds in range(cap + 1):
         reqs, post = next_requests(
@@ -54,8 +61,7 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
                 "an unbuildable commit carries no data: never asked for"
             )
             builds += req.action is Action.BUILD
-            blocks.setdefault(req.position, []).append(draw(req.position))
-            times.setdefault(req.position, []).append(float(clock[0]))
+            measure(req.position)
             spent += 1
     raise AssertionError("the search did not end within its own block cap")
 
@@ -265,20 +271,7 @@ def test_with_no_builds_left_a_split_posterior_measures_what_is_built():
 def _anchors(seed, *, step, drift, n=60, cap=400):
     """Drive one seeded segment to its end, recording whether the search would anchor on the
     reference at some round under the old rule (drift_weight > 1/2) and under `drifting`."""
-    rng = np.random.default_rng(seed)
-    k = 1 + (seed * 17) % n
-    clock = [0]
-
-    def draw(p):
-        clock[0] += 1
-        return (step if p >= k else 0.0) + drift * clock[0] + rng.normal(0, SIGMA)
-
-    blocks = {0: [], n: []}
-    times = {0: [], n: []}
-    for _ in range(3):
-        for p in (0, n):
-            blocks[p].append(draw(p))
-            times[p].append(float(clock[0]))
+    measure, blocks, times = _segment(n, 1 + (seed * 17) % n, step, seed, drift)
     old = new = False
     spent = 0
     for _ in range(cap):
@@ -287,8 +280,7 @@ def _anchors(seed, *, step, drift, n=60, cap=400):
         if reqs[0].action in (Action.CONFIRM, Action.EXHAUSTED):
             return old, new
         for req in reqs:
-            blocks.setdefault(req.position, []).append(draw(req.position))
-            times.setdefault(req.position, []).append(float(clock[0]))
+            measure(req.position)
             spent += 1
     return old, new
 
