@@ -47,9 +47,10 @@ class RemainingChange:
             gap = self.gap(measured_ref, measured_end, order)
             if gap is not None:
                 z = NormalDist().inv_cdf
-                if gap.upper(z(1 - config.beta)) < min_change_shift(scope.bench.min_change_pct):
-                    upper = to_pct(gap.upper(z(1 - config.beta)), scope.bench.direction)
-                    scope.note(Note(NoteKind.NOTHING_BETWEEN, (end, reference), value=upper))
+                upper = gap.upper(z(1 - config.beta))
+                if upper < min_change_shift(scope.bench.min_change_pct):
+                    value = to_pct(upper, scope.bench.direction)
+                    scope.note(Note(NoteKind.NOTHING_BETWEEN, (end, reference), value=value))
                     return Verdict.GOOD
                 if gap.lower(z(1 - config.alpha)) > config.ignore:
                     return Verdict.BAD
@@ -63,7 +64,8 @@ class RemainingChange:
         evidence = self.scope.evidence
         blocks: dict[str, list[float]] = {}
         times: dict[str, list[float]] = {}
-        for sha in {evidence.stand_in(c) for c in order} | {a, b}:
+        # in the range's order, not a set's: the pooled sums then do not depend on string hashing
+        for sha in dict.fromkeys([*(evidence.stand_in(c) for c in order), a, b]):
             levels, at = evidence.levels(sha)
             if levels:
                 blocks[sha], times[sha] = levels, [float(t) for t in at]
