@@ -241,7 +241,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
         driver = Bisection(
             p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
         )
-        comp = driver.compare(p.bad, p.good, Purpose.COMPARE)
+        comp = driver.compare(p.bad, p.good, Purpose.COMPARE, driver.config.standalone())
     # medians: a comparison is a pair of history points (history/attrib_result.py)
     records = driver.evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
