@@ -96,7 +96,10 @@ class PosteriorSearch:
         extended: set[int] = set()
         cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
         spent, retries, anchor = 0, 0, False
-        builds, budget = 0, build_budget(n)  # commits this segment asked to build, and its limit
+        # the commits this segment asked to build, and its limit: a commit asked for again (built,
+        # but its runs failed so far, so it still has no block) is one build, not one per ask
+        built: set[str] = set()
+        budget = build_budget(n)
         scope.phase(Step.LOCATING, (reference,), n)
         for end in (0, n):  # a merge's side line: its ends may not be measured yet
             while len(self._levels(positions[end])[0]) < scope.config.min_rounds:
@@ -107,7 +110,7 @@ class PosteriorSearch:
             reqs, post = locate.next_requests(
                 n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended), anchor=anchor,
-                builds_left=budget - builds,
+                builds_left=budget - len(built),
             )  # fmt: skip
             # once drifting, the reference stays in every round (core/posterior.drifting: decisive
             # evidence, by a bound that holds over every round that asks, and a drift that matters)
@@ -121,7 +124,7 @@ class PosteriorSearch:
                 lost = self._round([positions[r.position] for r in reqs], fresh)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
                 spent += len(reqs)
-                builds += len(fresh)
+                built.update(fresh)
                 continue
             if req.action is locate.Action.EXTEND:
                 extended.add(req.position)
