@@ -10,7 +10,9 @@ The rule (docs/statistics.md explains it at length):
   round cancels machine drift; the pairwise median shrugs off a minority of interfered or
   outlying samples, which is what bimodal interference looks like.
 * The per-round shifts feed Wald's SPRT of H0 "no change" (mean 0) against H1 "worse by the
-  minimum meaningful change" (mean = delta). Each increment is clipped (Huber style) so that
+  minimum meaningful change" (mean = delta); with an indifference zone (`TestConfig.ignore`,
+  the posterior method's) they feed `zone_test`, a pair of mixture likelihood ratios of "at
+  most ignore_below" against "at least the minimum". Each increment is clipped (Huber style) so that
   one wild round cannot decide alone. sigma is pooled over every paired set measured so far
   and inflated to an upper confidence bound, because an underestimated sigma is what makes
   an SPRT overconfident.
@@ -358,16 +360,17 @@ def zone_test(
 
     BAD when sum_i w_i L(mu_i) / L(ignore) >= (1 - beta) / alpha, over steps mu_i of 1, 2, 4 and 8
     times delta (ZONE_STEPS); GOOD when sum_j v_j L(nu_j) / L(delta) >= (1 - alpha) / beta, over
-    nu_j = ignore and 0 (ZONE_NULLS). Each mixture is a nonnegative supermartingale on the other
-    side of the zone (any step <= ignore for the first, any >= delta for the second), so by
-    Ville's inequality a step <= ignore is called BAD with probability <= alpha and a step >=
-    delta GOOD with <= beta, whatever the weights: the error bounds of Wald's test of ignore
-    against delta. What the mixture buys is speed away from the zone's edges: a step of twice
-    the minimum decides at the rate of the component at 2 delta, not of the one at delta (the
-    test of ignore against delta alone drifts to its boundary at (2 delta - ignore - delta') / ...,
-    about half that rate), and a commit that did not change at all decides at the rate of the
-    component at 0. At exactly the minimum the weight 1/2 costs log 2 of evidence, a few rounds.
-    Truncation and the cap are as in `sprt`, on the test of ignore against delta."""
+    nu_j = ignore and 0 (ZONE_NULLS). With sigma known, each mixture is a nonnegative
+    supermartingale on the other side of the zone (any step <= ignore for the first, any >=
+    delta for the second), so by Ville's inequality a step <= ignore is called BAD with
+    probability <= alpha and a step >= delta GOOD with <= beta, whatever the weights: the bounds
+    of Wald's test of ignore against delta. With sigma estimated (and rounds clipped, as `sprt`
+    clips them) they are measured instead: tests/test_zone_test.py. What the mixture buys is
+    speed away from the zone's edges: a step of twice the minimum decides at the rate of the
+    component at 2 delta, about twice the rate of Wald's test of ignore against delta there,
+    and a commit that did not change at all at the rate of the component at 0. At exactly the
+    minimum the weight 1/2 costs log 2 of evidence, a few rounds. Truncation and the cap are as
+    in `sprt`, on the test of ignore against delta."""
     n = len(diffs)
     ignore = config.ignore
     if n == 0 or not math.isfinite(sigma):
