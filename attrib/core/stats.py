@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
-from scipy.special import chdtri  # scipy.stats costs a second of start-up; this is enough
+from scipy.special import chdtri, stdtrit  # scipy.stats costs a second of start-up; these are enough
 
 from attrib.core.model import BlockStatistic, DecisionRule, Direction, Verdict
 
@@ -459,8 +459,14 @@ def remaining_upper(total: Sequence[float], found: Sequence[Sequence[float]], be
     if any(s.size < 2 for s in sets):
         return math.inf
     rest = float(sets[0].mean()) - sum(float(f.mean()) for f in sets[1:])
-    se = math.sqrt(sum(float(s.var(ddof=1)) / s.size for s in sets))
-    return rest + NormalDist().inv_cdf(1 - beta) * se
+    # one per-round variance pooled over the sets (each is paired shifts of one benchmark) and
+    # Student's t at its degrees of freedom, not each set's own variance with the normal
+    # quantile: a preflight or confirmation of 3-5 rounds states its variance from 2-4 degrees
+    # of freedom, and one drawn low said "nothing left" with a second culprit still in the range
+    dof = sum(s.size - 1 for s in sets)
+    var = sum(float(s.var(ddof=1)) * (s.size - 1) for s in sets) / dof
+    se = math.sqrt(var * sum(1 / s.size for s in sets))
+    return rest + float(stdtrit(dof, 1 - beta)) * se
 
 
 def to_shift(pct: float, direction: Direction) -> float:
