@@ -114,6 +114,17 @@ def bisect(tmp_path: Path, demo_recipe: Path):
     return run
 
 
+def assert_nothing_rebuilt(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """A second bisection of the same tree builds nothing the first built; a fresh build is a
+    commit the first never met (both time a real program, so the second search may probe
+    another commit)."""
+    built = {c["commit"] for c in first["commits"] if c["build"]}
+    again = [c for c in second["commits"] if c["build"]]
+    assert all(c["build"]["cached"] for c in again if c["commit"] in built)
+    assert second["builds_fresh"] == sum(c["commit"] not in built for c in again)
+    assert second["builds_cached"] == sum(c["commit"] in built for c in again) > 0
+
+
 def spec(**kw: Any) -> TreeSpec:
     kw.setdefault("work_base", TEST_WORK)
     return TreeSpec(**kw)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, spec
+from conftest import assert_nothing_rebuilt, run_cli, spec
 
 from attrib.demo import DEMO_RECIPE
 from attrib.result import RESULT_SCHEMA
@@ -132,11 +132,7 @@ def test_second_run_rebuilds_nothing(make_tree, bisect, tmp_path):
     # Nothing the first run built is built again. (Not "no fresh build at all": the runs time a
     # real program, and on a loaded machine the second search may probe a commit the first did
     # not; a commit first met there is a fresh build, and the only one.)
-    built = {c["commit"] for c in first.result["commits"] if c["build"]}
-    again = [c for c in second.result["commits"] if c["build"]]
-    assert all(c["build"]["cached"] for c in again if c["commit"] in built)
-    assert second.result["builds_fresh"] == sum(c["commit"] not in built for c in again)
-    assert second.result["builds_cached"] == sum(c["commit"] in built for c in again) > 0
+    assert_nothing_rebuilt(first.result, second.result)
     assert _culprits(second) == _culprits(first) == tree.culprits
 
 
