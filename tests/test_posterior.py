@@ -9,6 +9,8 @@ import pytest
 
 from attrib.core.posterior import (
     Action,
+    build_price,
+    builds_needed,
     drifting,
     mixture_bits,
     next_request,
@@ -309,3 +311,33 @@ def test_a_commit_at_neither_level_is_not_measured_again():
     assert 0.01 < post.below(30) < 0.99  # the one-step model cannot place it
     assert all(r.position != 30 for r in reqs)
     assert reqs[0].action is Action.BUILD
+
+
+def test_a_build_is_dearer_as_the_budget_runs_short_of_what_locating_needs():
+    # a 64-commit segment with nothing inside measured needs log2 64 = 6 builds
+    blocks = {0: [0.0, 0.1, -0.1], 64: [2.0, 2.1, 1.9]}
+    post = posterior(64, blocks, tau=0.125)
+    assert builds_needed(post, [0, 64]) == pytest.approx(6.0)
+    counts = {0: 3, 64: 3}
+    assert build_price(post, counts, None) == 1.0  # no budget: the plain build cost
+    assert build_price(post, counts, 8) == 1.0  # two to spare
+    assert build_price(post, counts, 7) > 1.0  # one to spare: a doubtful probe is measured first
+    assert build_price(post, counts, 6) > build_price(post, counts, 7)
+    # a located gap of one commit needs no build: two left are two to spare
+    blocks = {0: [0.0] * 4, 31: [0.0, 0.1, -0.1], 32: [2.0, 2.1, 1.9], 64: [2.0] * 4}
+    post = posterior(64, blocks, tau=0.125)
+    assert builds_needed(post, [0, 31, 32, 64]) < 0.01
+    assert build_price(post, {0: 4, 31: 3, 32: 3, 64: 4}, 2) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_one_block_alone_does_not_settle_a_side():
+    # ends pinned at 0 and 4 sigma; a probe's single block at 3.5 sigma could be an outlier of the
+    # good side (a load burst): it leans bad but leaves room for the block that tells; two such
+    # blocks settle it
+    rng = np.random.default_rng(3)
+    ends = {0: list(rng.normal(0, 1, 12)), 40: list(rng.normal(4, 1, 12))}
+    one = posterior(40, {**ends, 20: [3.5]}, tau=0.125, prior_sigma=1.0)
+    two = posterior(40, {**ends, 20: [3.5, 3.9]}, tau=0.125, prior_sigma=1.0)
+    assert 0.5 < one.below(20) < 0.995
+    assert two.below(20) > one.below(20)
+    assert two.below(20) > 0.99

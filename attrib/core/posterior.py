@@ -11,8 +11,9 @@ The model, per hypothesis k:
   below `ignore` anywhere in the range), e_pj with the pooled within-commit spread sigma.
 A commit enters through its robust location (`commit_level`: one outlying block moves it by
 a bounded amount) with variance tau^2 + sigma^2 / n_p, and the commit-level residuals are
-Student-t (NU degrees of freedom), so one commit that is off by more than its noise says
-little rather than everything. The two levels are fitted per hypothesis (iteratively
+Student-t (NU degrees of freedom; NU_ONE_BLOCK, heavier, for a commit measured once), so one
+commit that is off by more than its noise says little rather than everything, and one block
+alone cannot settle a side. The two levels are fitted per hypothesis (iteratively
 reweighted), with the Laplace term of a flat prior on them.
 
 Hypotheses between two consecutive measured positions explain the data equally well, so the
@@ -24,7 +25,8 @@ What next (`next_requests`): the request with the most expected information abou
 position per unit of cost. A block at position j tells us about k only through "is j on the
 bad side", so its information is the mutual information between that side (probability F(j) =
 P(k <= j)) and one block drawn from the two-level mixture, exact up to the Gaussian shapes.
-An unmeasured commit costs a build plus a block (`build_cost` blocks in all); a measured one
+An unmeasured commit costs a build plus a block (`build_cost` blocks in all, dearer as the
+segment's build budget runs short of what locating still needs: `build_price`); a measured one
 costs one block.
 
 This module never builds, runs or prints: it takes block levels and returns numbers.
@@ -44,6 +46,11 @@ from scipy.special import chdtri
 NU = 10.0  # Student-t degrees of freedom of the commit-level residuals: an outlying commit says
 # less than a Gaussian would let it, but a commit far from one level still decides (NU = 4 capped
 # one commit's evidence at odds of about 18: two clean commits could never reach 0.99)
+NU_ONE_BLOCK = 5.0  # ... of a commit measured once: one block can be an outlier (a load burst, the
+# far mode of bimodal noise) that no second block contradicts yet, so it settles a side at odds
+# of about 200 at most, not 1000, and a doubtful probe is measured again before the search builds
+# beyond it (measured: a single bimodal block 5.5 sigma off read as the bad side at 0.999 and sent
+# the search into the wrong half for two builds)
 SIGMA_FLOOR = 1e-4  # 0.01 % in log space: deterministic benchmarks still get finite likelihoods
 SIGMA_UPPER_QUANTILE = 0.2  # sigma used = its 80 % upper confidence bound: an underestimate is overconfidence
 MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before sigma's usual bound is trusted to locate
@@ -56,6 +63,8 @@ WINSOR_SIGMAS = 2.5
 BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
 ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
 MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
+BUILD_SLACK_EASY = 2.0  # builds to spare beyond what locating still needs at which a build costs `build_cost`
+BUILD_PRICE_STEP = 4.0  # each build of spare lost below BUILD_SLACK_EASY adds this many times `build_cost`
 ANCHOR_ALPHA = 0.05  # the chance that a steady machine ever anchors a search on drift (see `drifting`)
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
@@ -150,6 +159,7 @@ def _fit_sides(
     good: np.ndarray,
     t: np.ndarray | None,
     within: tuple[float, float] | None = None,
+    nu: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
     block times `t`, a common drift slope) fitted to the commit levels y with variances v by
@@ -160,6 +170,7 @@ def _fit_sides(
     `within` (slope, variance) is what the blocks inside each commit say about the slope, the
     same under every hypothesis: one more observation of the slope alone (of 0 without `t`)."""
     rows, m = good.shape
+    nu = np.full(m, NU) if nu is None else nu
     cols = [good, 1.0 - good] + ([np.broadcast_to(t - t.mean(), (rows, m))] if t is not None else [])
     x = np.stack(cols, axis=2)  # rows x m x p
     if within is not None:
@@ -169,6 +180,7 @@ def _fit_sides(
         x = np.concatenate([x, extra], axis=1)
         y = np.append(y, within[0])
         v = np.append(v, within[1])
+        nu = np.append(nu, NU)
         m += 1
     w = np.broadcast_to(1.0 / v, (rows, m))
     wt = w.copy()
@@ -177,9 +189,9 @@ def _fit_sides(
         a = np.einsum("rmi,rmj->rij", xtw, x) + np.eye(x.shape[2]) * 1e-12
         beta = np.linalg.solve(a, np.einsum("rmi,m->ri", xtw, y)[:, :, None])[:, :, 0]
         r2 = (y[None, :] - np.einsum("rmi,ri->rm", x, beta)) ** 2 / v
-        wt = w * (NU + 1) / (NU + r2)
-    ll = np.sum(-(NU + 1) / 2 * np.log1p(r2 / NU) - 0.5 * np.log(v), axis=1)
-    info = np.einsum("rmi,rmj->rij", x * w[:, :, None], x) * (NU + 1) / (NU + 3)
+        wt = w * (nu + 1) / (nu + r2)
+    ll = np.sum(-(nu + 1) / 2 * np.log1p(r2 / nu) - 0.5 * np.log(v), axis=1)
+    info = np.einsum("rmi,rmj->rij", x * (w * (nu + 1) / (nu + 3))[:, :, None], x)
     _, logdet = np.linalg.slogdet(info + np.eye(x.shape[2]) * 1e-12)
     cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
     se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
@@ -298,9 +310,10 @@ def posterior(
     widths = np.log(np.diff(np.array(measured, dtype=float)))
     # Bayesian model averaging over "no drift" and "linear drift" (prior 1/2 each): the slope
     # costs its Occam factor where the machine is steady and takes over where it drifts
-    fits = [_fit_sides(y, v, good, None, within0)]
+    nu = np.array([NU if len(blocks[p]) >= 2 else NU_ONE_BLOCK for p in measured])
+    fits = [_fit_sides(y, v, good, None, within0, nu)]
     if slope is not None and drifting is not None:
-        fits.append(_fit_sides(y, drifting[1], good, slope, within))
+        fits.append(_fit_sides(y, drifting[1], good, slope, within, nu))
     logs = np.stack([f[2] + widths for f in fits])
     mass = np.exp(logs - logs.max()).sum(axis=0)
     mass /= mass.sum()
@@ -500,7 +513,8 @@ def next_requests(
     # expectation, and the search steps away from a break instead of walking through it one
     # failed build at a time.
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
-    cost = np.array([build_cost * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
+    price = build_cost * build_price(post, counts, builds_left)
+    cost = np.array([price * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
     ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, n)]
     for idx, j in enumerate(open_):
         if j in counts:
@@ -556,6 +570,35 @@ def next_requests(
         builds += int(p not in counts)
         batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
     return tuple(batch), post
+
+
+def builds_needed(post: Posterior, measured: Sequence[int]) -> float:
+    """The builds that locating the change still needs, in expectation: a gap of w positions
+    between two measured commits takes log2 w builds to split down to one, weighted by the
+    gap's mass. (Which gap holds the change is settled by blocks of measured commits, not by
+    builds.)"""
+    edges = sorted(set(measured) | {0, len(post.probs) - 1})
+    need = 0.0
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        if hi - lo > 1:
+            need += float(sum(post.probs[lo + 1 : hi + 1])) * math.log2(hi - lo)
+    return need
+
+
+def build_price(post: Posterior, counts: Mapping[int, int], builds_left: int | None) -> float:
+    """A build's cost, in units of `build_cost`, given the builds left in the segment's budget.
+
+    Builds are a budget, blocks are not: a build spent on the wrong side of a probe whose one
+    block was misread is lost, and the search that still needs every build it has left cannot
+    afford that. So a build is priced by the spare the budget still has over what locating
+    needs (`builds_needed`): at BUILD_SLACK_EASY or more spare, at `build_cost`; below, dearer by
+    BUILD_PRICE_STEP for each build of spare lost, so a probe whose side is in doubt is measured
+    again (one block) before the search builds beyond it. A search whose probes decide cleanly
+    keeps its spare (each build halves the gap) and never pays the higher price."""
+    if builds_left is None:
+        return 1.0
+    spare = builds_left - builds_needed(post, list(counts))
+    return 1.0 + BUILD_PRICE_STEP * max(0.0, BUILD_SLACK_EASY - spare)
 
 
 def drifting(post: Posterior, alpha: float = ANCHOR_ALPHA) -> bool:
