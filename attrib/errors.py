@@ -216,6 +216,11 @@ class SlurmUnavailable(InputError):
     Slurm commands on PATH, no controller answering, or a work dir the nodes do not see."""
 
 
+class ExecutorClosed(AttribError):
+    """A build thread still going after Ctrl-C or SIGTERM asks a closed executor for more work:
+    nothing is started and no build record is written for it."""
+
+
 class SlurmInterrupted(AttribError):
     """A build waiting on a Slurm job is unwound because attrib was interrupted (Ctrl-C,
     SIGTERM): its job is cancelled and no build record is written for it."""

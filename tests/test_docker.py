@@ -198,3 +198,23 @@ def test_local_scenarios_pass_in_docker_too(engine, make_tree, tmp_path, name, t
     if tree_spec.get("merge_at"):
         assert result["culprits"][0]["via_merge"] == tree.merge
     assert _leftovers(engine, tmp_path / "work") == []
+
+
+def test_close_removes_a_container_whose_handle_never_came_back(engine, tmp_path):
+    # Ctrl-C inside `containers.run`: the engine made and started the container, but the call
+    # never returned it to the executor. close() finds it by the executor's run label; a build
+    # thread that asks for a container after close() gets none.
+    from attrib.errors import ExecutorClosed
+    from attrib.evaluate.executors.docker import DockerExecutor
+
+    ex = DockerExecutor(IMAGE, client=engine, workdir=tmp_path)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    assert ex.run(checkout, ["true"], 30).returncode == 0  # one container it knows of
+    engine.containers.run(IMAGE, ["sleep", "infinity"], detach=True, network_mode="none", labels=ex.labels)
+    assert len(_leftovers(engine, tmp_path)) == 2
+    ex.close()
+    assert _leftovers(engine, tmp_path) == []
+    with pytest.raises(ExecutorClosed):
+        ex.run(checkout, ["true"], 30)
+    assert _leftovers(engine, tmp_path) == []

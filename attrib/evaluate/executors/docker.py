@@ -26,7 +26,7 @@ import requests.exceptions
 from docker.models.containers import Container
 from docker.types import DeviceRequest
 
-from attrib.errors import EngineUnavailable, ImageMissing
+from attrib.errors import EngineUnavailable, ExecutorClosed, ImageMissing
 from attrib.evaluate.executors.base import DockerDescription, ProcessResult
 
 CONTAINER_WORKDIR = "/src"
@@ -83,6 +83,7 @@ class DockerExecutor:
         self._owned: set[Path] = set()
         self._live: dict[Path, Container] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     def identity(self) -> str:
         return f"docker:{self.image_id}"
@@ -115,6 +116,8 @@ class DockerExecutor:
         """The long-lived container of one checkout: started once, every command is an exec in
         it (a fresh container per command costs about half a second, an exec milliseconds)."""
         with self._lock:
+            if self._closed:  # a build thread still going after Ctrl-C: start nothing more
+                raise ExecutorClosed("the docker executor was closed (interrupted)")
             live = self._live.get(checkout)
             if live is None:
                 live = self.client.containers.run(
@@ -144,9 +147,25 @@ class DockerExecutor:
                 pass
 
     def close(self) -> None:
-        """Remove every container this executor started (also on Ctrl-C: callers use finally)."""
-        for checkout in list(self._live):
-            self._discard(checkout)
+        """Remove every container this executor started (also on Ctrl-C: callers use finally).
+
+        Those it knows of, and then every container on the engine with its run label: a Ctrl-C
+        that lands inside `containers.run` leaves a container the engine made and started but
+        whose handle never came back (the full suite once left one behind that way). Holding
+        the lock, it waits for a creation in flight on another thread, and none starts after."""
+        with self._lock:
+            self._closed = True
+            live, self._live = list(self._live.values()), {}
+        for container in live:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+        for stray in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.run_id}"}):
+            try:
+                stray.remove(force=True)
+            except docker.errors.NotFound:
+                pass
 
     def _run(self, checkout: Path, argv: list[str], env: dict[str, str], timeout_s: float) -> ProcessResult:
         start = time.monotonic()
