@@ -17,6 +17,8 @@ from attrib.core.posterior import (
     next_requests,
     posterior,
 )
+from attrib.core.stats import CONFIRM_MIN_ROUNDS
+from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES
 
 SIGMA = 1.0
 
@@ -44,7 +46,7 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
     """Drive next_requests to its end on a simulated segment, one batch per round; returns
     (request, posterior, builds, rounds)."""
     measure, blocks, times = _segment(n, k, step, seed, drift)
-    builds, spent = 0, 0
+    builds, spent, retries = 0, 0, 0
     for rounds in range(cap + 1):
         reqs, post = next_requests(
             n,
@@ -55,6 +57,15 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
             times=times if drift else None,
             width=width,
         )
+        if reqs[0].provisional and retries < MAX_CONFIRM_RETRIES:
+            # located before the noise is known: the driver confirms it, and the confirmation's
+            # paired rounds are blocks of both sides that the posterior then sees
+            retries += 1
+            for _ in range(CONFIRM_MIN_ROUNDS):
+                for p in (reqs[0].last_good, reqs[0].position):
+                    measure(p)
+                    spent += 1
+            continue
         if reqs[0].action in (Action.CONFIRM, Action.EXHAUSTED):
             return reqs[0], post, builds, rounds
         assert len({r.position for r in reqs}) == len(reqs), "a batch asks for each commit once"

@@ -194,6 +194,17 @@ class PosteriorSearch:
                 return SmallerStep(culprit, last_good, confirm, size)
             if (
                 confirm.verdict is Verdict.BAD
+                and req.provisional
+                and held < locate.DEFAULT_LOCATE_AT
+                and retries < MAX_CONFIRM_RETRIES
+            ):
+                # located before the noise was known: with the confirmation's rounds it is, and
+                # the posterior no longer holds this position; the search goes on with them
+                retries += 1
+                scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+                continue
+            if (
+                confirm.verdict is Verdict.BAD
                 or req.action is locate.Action.EXHAUSTED
                 or retries >= MAX_CONFIRM_RETRIES
             ):
