@@ -352,3 +352,24 @@ def test_one_block_alone_does_not_settle_a_side():
     assert 0.5 < one.below(20) < 0.995
     assert two.below(20) > one.below(20)
     assert two.below(20) > 0.99
+
+
+def test_a_boundary_between_two_measured_neighbours_is_confirmed_early():
+    # 19 and 20 measured twice each, the change between them at about 0.9-0.99 and the rest of the
+    # mass in the gaps beside them: what is left is the two commits' sides, which the
+    # confirmation's paired rounds measure, so it is asked for now, provisionally
+    rng = np.random.default_rng(5)
+    blocks = {p: list(rng.normal(0.0, 1.0, 6)) for p in (0, 10, 15)}
+    blocks.update({p: list(rng.normal(3.0, 1.0, 6)) for p in (25, 30, 40)})
+    blocks[19], blocks[20] = [0.2, 0.2], [2.8, 2.8]
+    req, post = next_request(40, blocks, tau=0.125)
+    assert 0.9 <= post.probs[20] < 0.99
+    assert req.action is Action.CONFIRM and req.provisional
+    assert (req.position, req.last_good) == (20, 19)
+    # with the rest of the mass in a gap away from them (commit 5's one block reads bad-ish), blocks
+    # of 19 and 20 would not settle it: no early confirmation
+    rng = np.random.default_rng(5)
+    blocks = {0: list(rng.normal(0.0, 1.0, 8)), 40: list(rng.normal(3.0, 1.0, 8)), 19: [0.0] * 3, 20: [3.0] * 3, 5: [2.6]}
+    req, post = next_request(40, blocks, tau=0.125)
+    assert 0.9 <= post.probs[20] < 0.99 and sum(post.probs[1:6]) > 0.01
+    assert req.action is not Action.CONFIRM

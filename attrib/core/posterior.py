@@ -58,6 +58,7 @@ LOCATE_SIGMA_QUANTILE = 0.01  # below MIN_LOCATE_DOF a position is located only 
 MIN_SIGMA_DOF = 4  # before this many within-commit degrees of freedom, sigma leans on `prior_sigma`
 DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
 DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
+CONFIRM_EARLY_AT = 0.9  # ... or confirm at once, provisionally, a gap of two adjacent measured commits holding this
 IRLS_STEPS = 6
 WINSOR_SIGMAS = 2.5
 BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
@@ -465,6 +466,20 @@ def next_requests(
         return cap is not None and 0 < j < n and counts.get(j, 0) >= cap
 
     hit = _credible(post, unbuildable, locate_at, untested)
+    early = _credible(post, unbuildable, CONFIRM_EARLY_AT, untested) if hit is None else None
+    if (
+        early is not None
+        and not early[1]
+        and early[0] in counts
+        and early[0] - 1 in counts
+        and _around(post, early[0], list(counts)) >= locate_at
+    ):
+        # the change is between two adjacent measured commits with CONFIRM_EARLY_AT, and the
+        # rest of `locate_at` lies in the gaps just beside them: what is left to learn is the
+        # two commits' sides, exactly what the confirmation's paired rounds of them measure, so they are confirmed now (provisionally: the posterior must hold the
+        # position at `locate_at` with the confirmation's blocks) rather than measured one
+        # block at a time up to `locate_at` and then measured again by the confirmation
+        return (Request(Action.CONFIRM, early[0], early[0] - 1, (), provisional=True),), post
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
@@ -569,6 +584,14 @@ def next_requests(
         builds += int(p not in counts)
         batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
     return tuple(batch), post
+
+
+def _around(post: Posterior, k: int, measured: Sequence[int]) -> float:
+    """P(the change is at k, or in the gap just below k - 1 or just above k, between the
+    measured commits): the mass that blocks of k - 1 and k move between them."""
+    lo = max((p for p in measured if p < k - 1), default=0)
+    hi = min((p for p in measured if p > k), default=len(post.probs) - 1)
+    return float(sum(post.probs[lo + 1 : hi + 1]))
 
 
 def builds_needed(post: Posterior, measured: Sequence[int]) -> float:
