@@ -227,6 +227,16 @@ def _within_slope(
     return num / den, den
 
 
+def _flatten(
+    blocks: Mapping[Any, Sequence[float]], times: Mapping[Any, Sequence[float]], slope: float, keys: Sequence[Any]
+) -> dict[Any, list[float]]:
+    """Each commit's blocks with a drift of `slope` per unit of time taken out around the
+    commit's own mean time: the spread inside a commit that is noise, not trend."""
+    return {
+        k: [x - slope * (t - float(np.mean(times[k]))) for x, t in zip(blocks[k], times[k], strict=True)] for k in keys
+    }
+
+
 @dataclass(frozen=True)
 class Gap:
     """One commit's level minus another's from the blocks already measured, at a common time
@@ -257,9 +267,7 @@ def level_gap(
     keys = [k for k, v in blocks.items() if len(v)]
     trend = _within_slope(blocks, times, keys)
     slope, den = trend if trend is not None else (0.0, math.inf)
-    flat = {
-        k: [x - slope * (t - float(np.mean(times[k]))) for x, t in zip(blocks[k], times[k], strict=True)] for k in keys
-    }
+    flat = _flatten(blocks, times, slope, keys)
     sigma = block_sigma(flat)
     t_a, t_b = float(np.mean(times[a])), float(np.mean(times[b]))
     shift = commit_level(flat[b], sigma) - commit_level(flat[a], sigma) - slope * (t_b - t_a)
@@ -301,10 +309,7 @@ def posterior(
             b_w, den = trend
             # under drift the spread inside a commit is partly its trend: the noise is what is
             # left once that is taken out, and the slope inside commits is one more observation
-            flat = {
-                p: [x - b_w * (t - float(np.mean(times[p]))) for x, t in zip(blocks[p], times[p], strict=True)]
-                for p in measured
-            }
+            flat = _flatten(blocks, times, b_w, measured)
             sigma_d = block_sigma(flat, prior_sigma, sigma_quantile)
             drifting = sigma_d, np.array([tau**2 + sigma_d**2 / len(blocks[p]) for p in measured])
             # one noise for the slope's test in both models, the larger model's (as an F test
