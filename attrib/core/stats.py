@@ -314,9 +314,15 @@ def running_sigma(diffs: Sequence[float], history: Iterable[Sequence[float]], co
     return sigma
 
 
+def history_dof(history: Iterable[Sequence[float]]) -> int:
+    """The degrees of freedom earlier paired sets give the pooled sigma (0: no earlier set of
+    two or more rounds, the first test of a bisection)."""
+    return sum(max(0, len(h) - 1) for h in history)
+
+
 def known_noise(history: Iterable[Sequence[float]]) -> bool:
     """Whether earlier paired sets pin sigma down well enough for the lower minimum rounds."""
-    return sum(max(0, len(h) - 1) for h in history) >= KNOWN_NOISE_DOF
+    return history_dof(history) >= KNOWN_NOISE_DOF
 
 
 def decide(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig) -> Decision:
@@ -330,7 +336,7 @@ def decide(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: fl
         decision = sprt(diffs, delta, sigma, config, min_rounds=floor)
     if (
         decision.verdict is Verdict.GOOD
-        and not any(len(h) >= 2 for h in history)
+        and history_dof(history) == 0
         and len(diffs) < min(FIRST_GOOD_ROUNDS, config.max_rounds)
     ):
         # "no change" from a sigma of two or three rounds misses a step of exactly the minimum
