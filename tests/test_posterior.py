@@ -369,7 +369,8 @@ def test_a_boundary_between_two_measured_neighbours_is_confirmed_early():
     # with the rest of the mass in a gap away from them (commit 5's one block reads bad-ish), blocks
     # of 19 and 20 would not settle it: no early confirmation
     rng = np.random.default_rng(5)
-    blocks = {0: list(rng.normal(0.0, 1.0, 8)), 40: list(rng.normal(3.0, 1.0, 8)), 19: [0.0] * 3, 20: [3.0] * 3, 5: [2.6]}
+    blocks = {0: list(rng.normal(0.0, 1.0, 8)), 40: list(rng.normal(3.0, 1.0, 8))}
+    blocks.update({19: [0.0] * 3, 20: [3.0] * 3, 5: [2.6]})
     req, post = next_request(40, blocks, tau=0.125)
     assert 0.9 <= post.probs[20] < 0.99 and sum(post.probs[1:6]) > 0.01
     assert req.action is not Action.CONFIRM

@@ -435,7 +435,9 @@ def next_requests(
     in one shared round), and the posterior they were chosen from.
 
     CONFIRM once one position (with the unbuildable commits right before it, which no data can
-    tell apart) holds `locate_at`; EXHAUSTED when no request is worth anything or the block
+    tell apart) holds `locate_at`, marked `provisional` when the noise is not yet known (see
+    below), or already at CONFIRM_EARLY_AT, provisionally, when the change lies between two
+    adjacent measured commits and what is left is their sides; EXHAUSTED when no request is worth anything or the block
     cap (`blocks_left`) is spent; EXTEND when the most informative commit already has `cap`
     blocks (the recipe's max_rounds: what one commit may cost) and was not extended yet; else
     the MEASUREs and BUILDs with the most bits per unit cost, each valued as if the sides of
@@ -481,9 +483,10 @@ def next_requests(
     ):
         # the change is between two adjacent measured commits with CONFIRM_EARLY_AT, and the
         # rest of `locate_at` lies in the gaps just beside them: what is left to learn is the
-        # two commits' sides, exactly what the confirmation's paired rounds of them measure, so they are confirmed now (provisionally: the posterior must hold the
-        # position at `locate_at` with the confirmation's blocks) rather than measured one
-        # block at a time up to `locate_at` and then measured again by the confirmation
+        # two commits' sides, exactly what the confirmation's paired rounds of them measure,
+        # so they are confirmed now (provisionally: the posterior must hold the position at
+        # `locate_at` with the confirmation's blocks) rather than measured one block at a time
+        # up to `locate_at` and then measured again by the confirmation
         return (Request(Action.CONFIRM, early[0], early[0] - 1, (), provisional=True),), post
     if hit is not None:
         k, amb = hit
