@@ -119,6 +119,11 @@ def note_text(note: Note) -> str:
             return f"the step {c[1]} -> {c[0]} was not confirmed{verdict}"
         case NoteKind.CONFIRMATION_DISAGREED:
             return f"the confirmation of {c[0]} against {c[1]} disagreed with the search that led there; both were measured again and the search went on"
+        case NoteKind.POSITION_NOT_HELD:
+            return (
+                f"{c[1]} -> {c[0]} was confirmed before the noise was known; with the confirmation's rounds "
+                "the change was no longer placed there with 0.99, and the search went on"
+            )
         case NoteKind.OUT_OF_TIME:
             cost = "" if note.value is None else f" (~{note.value / 60:.0f} min)"
             return f"the time budget ran out with {note.count} commit(s) open after {c[0]}{cost}"

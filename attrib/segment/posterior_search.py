@@ -201,7 +201,7 @@ class PosteriorSearch:
                 # located before the noise was known: with the confirmation's rounds it is, and
                 # the posterior no longer holds this position; the search goes on with them
                 retries += 1
-                scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+                scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
                 continue
             if (
                 confirm.verdict is Verdict.BAD
