@@ -374,3 +374,13 @@ def test_a_boundary_between_two_measured_neighbours_is_confirmed_early():
     req, post = next_request(40, blocks, tau=0.125)
     assert 0.9 <= post.probs[20] < 0.99 and sum(post.probs[1:6]) > 0.01
     assert req.action is not Action.CONFIRM
+
+
+def test_commits_between_two_unbuildable_ones_with_nothing_built_between_are_inside_the_break():
+    from attrib.core.posterior import inside_breaks
+
+    assert inside_breaks({31, 33}, [0, 29, 36, 64]) == {32}
+    assert inside_breaks({30, 34}, [0, 29, 36, 64]) == {31, 32, 33}
+    assert inside_breaks({30, 34}, [0, 32, 64]) == set()  # 32 built: two breaks, not one
+    assert inside_breaks({30, 31}, [0, 64]) == set()  # adjacent: nothing between
+    assert inside_breaks({30}, [0, 64]) == set()

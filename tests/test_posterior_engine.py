@@ -136,3 +136,20 @@ def test_a_provisional_confirmation_the_posterior_drops_is_said_and_the_search_g
     # named only once the posterior held it, after the dropped confirmation's rounds and more
     culprit = out.outcome.culprits[0]
     assert culprit.confirmed and culprit.range_posterior >= 0.99
+
+
+def test_a_commit_inside_a_build_break_is_skipped_without_being_built():
+    # commits 30..33 do not build and the culprit is 34: once 31 and 33 are known not to build,
+    # 32 between them is taken to be inside the break; it is never built, the culprit is named
+    # with the whole break as its ambiguous range, and the report says why 32 was not built
+    from attrib.core.model import NoteKind
+    from attrib.report.sentences import note_text
+
+    hist = linear_history(63, {34: 3.0}, frozenset(range(30, 34)))
+    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 5, min_change_pct=1.5)
+    assert out.status == "culprit_found" and out.culprits == ("c034",)
+    assert set(out.ambiguous[0]) == {"c030", "c031", "c032", "c033"}
+    assert out.outcome.commits.get("c032") is None or out.outcome.commits["c032"].build is None
+    (note,) = [n for n in out.outcome.notes if n.kind is NoteKind.INSIDE_BREAK]
+    assert note.commits == ("c032",) and "not built" in note_text(note)
+    assert not out.outcome.unresolved

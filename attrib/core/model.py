@@ -110,6 +110,8 @@ class NoteKind(StrEnum):
     STOPPED_PROBING = "stopped_probing"  # `count` inconclusive probes after commits[0]: the range stays open
     NOT_CONFIRMED = "not_confirmed"  # the step commits[1] -> commits[0] was not confirmed (`verdict`)
     CONFIRMATION_DISAGREED = "confirmation_disagreed"  # commits[1] -> commits[0]: the search went on
+    INSIDE_BREAK = "inside_break"  # `commits` lie between two commits that do not build, with nothing
+    # built between them: taken to be inside that build break, skipped and not built
     POSITION_NOT_HELD = "position_not_held"  # commits[1] -> commits[0], confirmed provisionally (the noise
     # not yet known): with the confirmation's rounds the posterior no longer held it; the search went on
     OUT_OF_TIME = "out_of_time"  # `count` commits open after commits[0]; value = seconds to settle, if known

@@ -119,6 +119,12 @@ def note_text(note: Note) -> str:
             return f"the step {c[1]} -> {c[0]} was not confirmed{verdict}"
         case NoteKind.CONFIRMATION_DISAGREED:
             return f"the confirmation of {c[0]} against {c[1]} disagreed with the search that led there; both were measured again and the search went on"
+        case NoteKind.INSIDE_BREAK:
+            which = c[0] if len(c) == 1 else f"{c[0]}..{c[-1]} ({note.count} commits)"
+            return (
+                f"{which} not built: between commits that do not build, with nothing built between "
+                "them, so taken to be inside the same build break (skipped, like it)"
+            )
         case NoteKind.POSITION_NOT_HELD:
             return (
                 f"{c[1]} -> {c[0]} was confirmed before the noise was known; with the confirmation's rounds "

@@ -123,6 +123,7 @@ class PosteriorSearch:
                 fresh = {positions[r.position] for r in reqs if r.action is locate.Action.BUILD}
                 lost = self._round([positions[r.position] for r in reqs], fresh)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
+                self._inside_breaks(positions, unbuildable)
                 spent += len(reqs)
                 built.update(fresh)
                 continue
@@ -213,6 +214,23 @@ class PosteriorSearch:
                 return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
             retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
             scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+
+    def _inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
+        """Commits between two that do not build, with nothing built between them, are taken to
+        be inside the break (core/posterior.inside_breaks): never built, skipped like the break,
+        and said once per stretch."""
+        measured = [i for i, sha in enumerate(positions) if self._levels(sha)[0]]
+        inner = sorted(locate.inside_breaks(unbuildable, measured) - unbuildable)
+        unbuildable.update(inner)
+        stretch: list[int] = []
+        for i in [*inner, -1]:  # runs of consecutive positions, one note each
+            if stretch and i != stretch[-1] + 1:
+                self.scope.note(
+                    Note(NoteKind.INSIDE_BREAK, tuple(positions[j] for j in stretch), count=len(stretch))
+                )
+                stretch = []
+            if i >= 0:
+                stretch.append(i)
 
     def _credible_range(self, post: locate.Posterior) -> tuple[int, int]:
         req = locate.credible_range(post, frozenset(), locate.DEFAULT_LOCATE_AT)
