@@ -45,6 +45,7 @@ class PosteriorSearch:
         self.tau = ignore / TAU_PER_IGNORE
         self.failures: dict[str, list[bool]] = {}  # per measured commit: whether each run produced a block
         self.twins: set[str] = set()  # commits placed by a byte-identical twin's blocks, said once
+        self.inferred: set[int] = set()  # positions of this segment taken to be inside a build break
 
     def _levels(self, sha: str) -> tuple[list[float], list[int]]:
         return self.scope.evidence.levels(self.scope.evidence.stand_in(sha))
@@ -91,6 +92,7 @@ class PosteriorSearch:
         positions = [reference, *chain]
         n = len(chain)
         self.failures = {}
+        self.inferred = set()
         ev.adapt_blocks()  # once per bisection, from the preflight's runs: samples per run
         unbuildable: set[int] = set()
         extended: set[int] = set()
@@ -218,9 +220,13 @@ class PosteriorSearch:
     def _inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
         """Commits between two that do not build, with nothing built between them, are taken to
         be inside the break (core/posterior.inside_breaks): never built, skipped like the break,
-        and said once per stretch."""
+        and said once per stretch. Only failed builds make a break: a commit that builds but
+        whose runs fail is lost to the search too, but says nothing about its neighbours."""
+        ev = self.scope.evidence
+        broken = [i for i in unbuildable if i not in self.inferred and not ev.build(positions[i]).ok]
         measured = [i for i, sha in enumerate(positions) if self._levels(sha)[0]]
-        inner = sorted(locate.inside_breaks(unbuildable, measured) - unbuildable)
+        inner = sorted(locate.inside_breaks(broken, measured) - unbuildable)
+        self.inferred.update(inner)
         unbuildable.update(inner)
         stretch: list[int] = []
         for i in [*inner, -1]:  # runs of consecutive positions, one note each
