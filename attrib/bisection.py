@@ -144,7 +144,7 @@ class Bisection:
             if known_bad is None and self.remaining.nothing_left():
                 break
             end = chain[-1]
-            verdict = Verdict.BAD if known_bad is not None else self.remaining.still_worse(end, reference, self.order)
+            verdict = Verdict.BAD if known_bad is not None else self.remaining.still_worse(end, reference)
             known_bad = None
             if verdict is not Verdict.BAD:
                 if verdict is Verdict.INCONCLUSIVE:

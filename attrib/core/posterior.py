@@ -237,44 +237,6 @@ def _flatten(
     }
 
 
-@dataclass(frozen=True)
-class Gap:
-    """One commit's level minus another's from the blocks already measured, at a common time
-    (a linear drift taken out), with its standard error."""
-
-    shift: float
-    se: float
-
-    def upper(self, z: float) -> float:
-        return self.shift + z * self.se
-
-    def lower(self, z: float) -> float:
-        return self.shift - z * self.se
-
-
-def level_gap(
-    blocks: Mapping[str, Sequence[float]], times: Mapping[str, Sequence[float]], a: str, b: str
-) -> Gap | None:
-    """`b`'s level minus `a`'s from every block measured of them, unpaired: the search measured
-    both many times over (an end in every few rounds, a culprit and its parent in the
-    confirmation), so what is left of the change beside a culprit is often known without a
-    test of its own. The machine's drift is the slope of each commit's blocks over its own run
-    times, pooled over all of `blocks` (a step lies between commits, so it cannot pass for
-    drift there), and its uncertainty widens the error by the time between the two commits'
-    blocks. None when either has fewer than two blocks (no spread to state an error with)."""
-    if len(blocks.get(a, ())) < 2 or len(blocks.get(b, ())) < 2:
-        return None
-    keys = [k for k, v in blocks.items() if len(v)]
-    trend = _within_slope(blocks, times, keys)
-    slope, den = trend if trend is not None else (0.0, math.inf)
-    flat = _flatten(blocks, times, slope, keys)
-    sigma = block_sigma(flat)
-    t_a, t_b = float(np.mean(times[a])), float(np.mean(times[b]))
-    shift = commit_level(flat[b], sigma) - commit_level(flat[a], sigma) - slope * (t_b - t_a)
-    var = sigma**2 * (1 / len(blocks[a]) + 1 / len(blocks[b]) + (t_b - t_a) ** 2 / den)
-    return Gap(shift, math.sqrt(var))
-
-
 def posterior(
     n: int,
     blocks: Mapping[int, Sequence[float]],
