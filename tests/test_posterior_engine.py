@@ -143,3 +143,17 @@ def test_a_commit_inside_a_build_break_is_skipped_without_being_built():
     (note,) = [n for n in out.outcome.notes if n.kind is NoteKind.INSIDE_BREAK]
     assert note.commits == ("c032",) and "not built" in note_text(note)
     assert not out.outcome.unresolved
+
+
+def test_a_confirmed_culprit_and_its_parent_carry_the_verdicts_the_confirmation_leaves():
+    # a boundary confirmed early (at CONFIRM_EARLY_AT) was placed before the confirmation, with
+    # its two sides still below 0.99: the result listed the culprit itself as inconclusive
+    from attrib.core.model import Verdict
+
+    for seed in range(12):
+        hist = linear_history(60, {17 + 2 * seed: 2.0})
+        out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), seed, min_change_pct=MIN)
+        assert out.culprits == tuple(hist.culprits), seed
+        culprit = out.outcome.culprits[0]
+        assert out.outcome.verdicts[culprit.commit][1] is Verdict.BAD, seed
+        assert out.outcome.verdicts[culprit.last_good][1] is Verdict.GOOD, seed

@@ -176,6 +176,9 @@ class PosteriorSearch:
             confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
             blocks, times = self._data(positions)
             after = locate.posterior(n, blocks, tau=self.tau, times=times)
+            # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
+            # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
+            self._place(positions, after, unbuildable)
             if not anchor and locate.drifting(after):
                 # a step far above the noise is located before sigma is known well enough to
                 # anchor on; the confirmation's rounds pin it down, and a drift seen now is
