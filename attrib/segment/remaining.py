@@ -2,8 +2,9 @@
 
 After each step it locates, the driver asks whether the bad end is still worse than the latest
 culprit (and, with the posterior search, whether the good end of the stretch before a step is
-still better than it), by a paired REMAINING test of the two. With the posterior search it also asks, before any further range, whether the
-steps found so far leave less than the minimum of the preflight's change.
+still better than it), by a paired REMAINING test of the two. With the posterior search it also
+asks, before any further range, whether the steps found so far leave less than the minimum of
+the preflight's change.
 """
 
 from __future__ import annotations

@@ -149,21 +149,16 @@ class DockerExecutor:
     def close(self) -> None:
         """Remove every container this executor started (also on Ctrl-C: callers use finally).
 
-        Those it knows of, and then every container on the engine with its run label: a Ctrl-C
-        that lands inside `containers.run` leaves a container the engine made and started but
-        whose handle never came back (the full suite once left one behind that way). Holding
-        the lock, it waits for a creation in flight on another thread, and none starts after."""
+        Found on the engine by its run label, not from the handles it holds: a Ctrl-C that
+        lands inside `containers.run` leaves a container the engine made and started but whose
+        handle never came back (the full suite once left one behind that way). Holding the
+        lock, it waits for a creation in flight on another thread, and none starts after."""
         with self._lock:
             self._closed = True
-            live, self._live = list(self._live.values()), {}
-        for container in live:
+            self._live = {}
+        for container in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.run_id}"}):
             try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-        for stray in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.run_id}"}):
-            try:
-                stray.remove(force=True)
+                container.remove(force=True)  # kills whatever still runs in it
             except docker.errors.NotFound:
                 pass
 
