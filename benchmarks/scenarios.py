@@ -121,6 +121,9 @@ FAMILIES = (
     Family("at the minimum, heavy 2 sigma", "minimum", "heavy", (2.0,), 150, 30, min_ratio=1.0),
     Family("at the minimum + 3/4 beside", "minimum", "gaussian", (2.0,), 150, 30, small=(0.75,), min_ratio=1.0),
     Family("at the minimum + 1/2 beside", "minimum", "gaussian", (2.0,), 150, 30, small=(0.5,), min_ratio=1.0),
+    # two culprits, one of exactly the minimum and one of twice it: the smaller is found after
+    # the larger, through the remaining-change rule's decisions, each at beta
+    Family("at the minimum + 2x culprit", "minimum", "gaussian", (2.0, 4.0), 150, 30, min_ratio=1.0),
     Family("N = 1000, 2 sigma", "large", "gaussian", (2.0,), 60, 20, n=1000),
 )
 FAMILY = {f.name: f for f in FAMILIES}
