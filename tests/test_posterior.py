@@ -384,3 +384,54 @@ def test_commits_between_two_unbuildable_ones_with_nothing_built_between_are_ins
     assert inside_breaks({30, 34}, [0, 32, 64]) == set()  # 32 built: two breaks, not one
     assert inside_breaks({30, 31}, [0, 64]) == set()  # adjacent: nothing between
     assert inside_breaks({30}, [0, 64]) == set()
+
+
+def test_round_corrected_takes_out_what_the_machine_did_around_each_round():
+    # the reference ran in rounds 0..19; in rounds 4..12 the machine ran 7 % faster. A commit at
+    # +10 % measured inside that spell reads +3 %; read against the reference's blocks around
+    # the same rounds it is at +10 % again. A block in a round without the reference (a round
+    # of its own) is read against the nearest ones.
+    from attrib.core.posterior import round_corrected
+
+    fast = set(range(4, 13))
+    ref = [(-0.07 if r in fast else 0.0) for r in range(20)]
+    blocks = {0: ref, 5: [0.03, 0.03, 0.10], 9: [0.10 - 0.07]}
+    rounds = {0: list(range(20)), 5: [8, 9, 18], 9: [25]}
+    out = round_corrected(blocks, rounds)
+    assert out[0] == ref  # the reference's own blocks are its level
+    assert out[5] == pytest.approx([0.10, 0.10, 0.10])
+    assert out[9] == pytest.approx([0.03])  # nearest reference blocks (rounds 17..19) are steady
+    # no reference blocks: nothing to read the machine's state from
+    assert round_corrected({0: [], 3: [1.0]}, {0: [], 3: [2]}) == {0: [], 3: [1.0]}
+
+
+def test_a_fast_spell_during_the_probes_does_not_move_the_boundary():
+    # a change at 5 of 8 (+4 sigma); the ends and the first probes ran on a steady machine, then
+    # for a spell it ran 4 sigma faster, in which 6 (bad) was measured: unpaired, 6 reads at the
+    # good level and the posterior moves the boundary past it; with the reference in the same
+    # rounds (anchored) it stays between 4 and 5
+    from attrib.core.posterior import round_corrected
+
+    rng = np.random.default_rng(7)
+    step, spell = 4.0 * SIGMA, -4.0 * SIGMA
+    blocks: dict[int, list[float]] = {0: [], 8: [], 4: [], 5: [], 6: []}
+    rounds: dict[int, list[int]] = {p: [] for p in blocks}
+    r = 0
+
+    def round_of(*ps, offset=0.0):
+        nonlocal r
+        for p in (0, *ps):
+            blocks[p].append((step if p >= 5 else 0.0) + offset + rng.normal(0, 0.3 * SIGMA))
+            rounds[p].append(r)
+        r += 1
+
+    for _ in range(4):
+        round_of(8)
+    for p in (4, 5, 4, 5):
+        round_of(p)
+    for _ in range(4):
+        round_of(6, offset=spell)
+    unpaired = posterior(8, blocks, tau=0.1)
+    paired = posterior(8, round_corrected(blocks, rounds), tau=0.1, anchored=True)
+    assert paired.map == 5 and paired.probs[5] > 0.95 and paired.below(6) > 0.99
+    assert unpaired.below(6) < 0.5  # 6 read as good: the spell, not the commit

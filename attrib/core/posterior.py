@@ -237,6 +237,45 @@ def _flatten(
     }
 
 
+ROUND_WINDOW = 2  # reference blocks either side of a round that its machine state is read from
+
+
+def round_corrected(
+    blocks: Mapping[int, Sequence[float]], rounds: Mapping[int, Sequence[int]], ref: int = 0
+) -> dict[int, list[float]]:
+    """Each block of another commit less the machine's state when it ran, as the reference's
+    blocks around that time show it: the mean of the reference's blocks from ROUND_WINDOW
+    before to ROUND_WINDOW after the block's round (its own round's among them when the
+    reference ran in it), less the reference's median level.
+
+    The search runs the reference in every round, so a machine that is faster or slower for a
+    while (a frequency state, a neighbour's load, a drift of any shape) is seen in the
+    reference's blocks of those rounds and taken out of the others', as a paired comparison
+    takes it out. A mean of 2 * ROUND_WINDOW + 1 blocks rather than the round's one block:
+    a state that lasts a few rounds is still followed, and the reference's own block noise
+    enters each corrected block at a fifth of its variance instead of in full. A round with no
+    reference block (a confirmation's, the ends' first blocks) is read from the nearest ones.
+    The reference's own blocks are its level, as measured."""
+    ref_blocks = list(blocks.get(ref, ()))
+    pairs = sorted(zip(rounds.get(ref, ()), ref_blocks, strict=True))
+    if not pairs:
+        return {p: list(b) for p, b in blocks.items()}
+    centre = float(np.median(ref_blocks))
+    at = np.array([r for r, _ in pairs])
+    xs = np.array([x for _, x in pairs])
+    window = np.array(
+        [xs[max(0, i - ROUND_WINDOW) : i + ROUND_WINDOW + 1].mean() for i in range(len(xs))]
+    ) - centre
+
+    def state(r: int) -> float:
+        return float(window[int(np.argmin(np.abs(at - r)))])
+
+    return {
+        p: list(b) if p == ref else [x - state(r) for x, r in zip(b, rounds.get(p, ()), strict=True)]
+        for p, b in blocks.items()
+    }
+
+
 def posterior(
     n: int,
     blocks: Mapping[int, Sequence[float]],
@@ -245,6 +284,7 @@ def posterior(
     prior_sigma: float | None = None,
     times: Mapping[int, Sequence[float]] | None = None,
     sigma_quantile: float = SIGMA_UPPER_QUANTILE,
+    anchored: bool = False,
 ) -> Posterior:
     """P(change at k), k = 1..n, from every block level measured at positions 0..n.
 
@@ -255,7 +295,17 @@ def posterior(
         raise ValueError("a segment has at least one candidate position")
     if not blocks.get(0) or not blocks.get(n):
         raise ValueError("both ends of a segment need at least one block")
-    sigma = block_sigma(blocks, prior_sigma, sigma_quantile)
+    if anchored:
+        # the blocks of positions > 0 are round-corrected against the reference's
+        # (`round_corrected`): their spread holds the reference's block noise too, and the
+        # reference's own spread (which holds what the machine did) says nothing of theirs; a
+        # drift is already taken out, round by round, so no slope is fitted
+        others = {p: b for p, b in blocks.items() if p != 0}
+        spread = others if any(len(b) >= 2 for b in others.values()) else blocks
+        sigma = block_sigma(spread, prior_sigma, sigma_quantile)
+        times = None
+    else:
+        sigma = block_sigma(blocks, prior_sigma, sigma_quantile)
     measured = sorted(p for p, b in blocks.items() if len(b))
     y = np.array([commit_level(blocks[p], sigma) for p in measured])
     v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
@@ -321,7 +371,7 @@ def posterior(
         log_bf,
         drift,
         drift_se,
-        sum(len(blocks[p]) - 1 for p in measured),
+        sum(len(blocks[p]) - 1 for p in measured if not (anchored and p == 0)),
     )
 
 
@@ -392,6 +442,7 @@ def next_requests(
     cap: int | None = None,
     extended: frozenset[int] = frozenset(),
     anchor: bool = False,
+    anchored: bool = False,
 ) -> tuple[tuple[Request, ...], Posterior]:
     """The next requests for a segment (at most `width`, to be built concurrently and measured
     in one shared round), and the posterior they were chosen from.
@@ -416,7 +467,7 @@ def next_requests(
     `build_cost` blocks in the value, but the budget is what bounds builds: where the one-step
     model misfits (a second, smaller step elsewhere puts some commits at neither level) the
     posterior keeps a share on the far mode and each build still looks worth its cost."""
-    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times)
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, anchored=anchored)
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
     no_builds = builds_left is not None and builds_left <= 0
     untested = (
@@ -453,7 +504,7 @@ def next_requests(
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
-        dof = sum(len(b) - 1 for b in blocks.values() if len(b) >= 2)
+        dof = sum(len(b) - 1 for p, b in blocks.items() if len(b) >= 2 and not (anchored and p == 0))
         # a boundary resting on a sigma from a handful of blocks can be luck: it is taken as it
         # is when it holds even at sigma's 99 % upper bound (a step many times the noise does
         # from the first blocks), else it is confirmed provisionally: the confirmation's paired
@@ -468,7 +519,8 @@ def next_requests(
             and dof >= 2
             and _credible(
                 posterior(
-                    n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, sigma_quantile=LOCATE_SIGMA_QUANTILE
+                    n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, sigma_quantile=LOCATE_SIGMA_QUANTILE,
+                    anchored=anchored,
                 ),
                 unbuildable,
                 locate_at,

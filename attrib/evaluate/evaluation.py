@@ -149,6 +149,7 @@ class _Tally:
     blocks: list[float] = field(default_factory=list)
     block_times: list[int] = field(default_factory=list)
     block_reps: list[int] = field(default_factory=list)
+    block_rounds: list[int] = field(default_factory=list)  # the round each block ran in: which blocks were paired
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)
     nodes: list[str] = field(default_factory=list)
@@ -354,6 +355,7 @@ class Evaluation:
             rec.blocks.append(block_level(logs, self.bench.block_statistic))
             rec.block_times.append(self.runs)
             rec.block_reps.append(self.reps)
+            rec.block_rounds.append(self.rounds)  # counted when a round ends: the one running now
             if self.adapting and self.block_choice is None:  # kept only until the size is chosen
                 self._first_runs.append(Run(sha, tuple(float(x) for x in logs), result.duration_s, result.sample_s))
         else:
@@ -400,6 +402,14 @@ class Evaluation:
         keep = [i for i, r in enumerate(rec.block_reps) if r == self.reps]
         return [rec.blocks[i] for i in keep], [rec.block_times[i] for i in keep]
 
+    def level_rounds(self, sha: str) -> list[int]:
+        """The round each of `levels(sha)` ran in: blocks of two commits with the same round ran
+        back to back, on one machine in one state (a comparison's pair, a search's shared round)."""
+        rec = self._tallies.get(sha)
+        if rec is None:
+            return []
+        return [rec.block_rounds[i] for i, r in enumerate(rec.block_reps) if r == self.reps]
+
     def _adapt_now(self, rounds: int) -> bool:
         """Whether the size was just changed, PLAN_AFTER_ROUNDS into the preflight."""
         if not self.adapting or self.block_choice is not None or rounds < PLAN_AFTER_ROUNDS:
@@ -440,14 +450,18 @@ class Evaluation:
         config: TestConfig | None = None,
         *,
         resume: Mapping[str, Sequence[float]] | None = None,
+        alongside: Sequence[str] = (),
     ) -> list[Comparison]:
         """Sequential tests of each candidate against one reference, in shared rounds.
 
         Each round runs the reference and every undecided candidate once, in a fresh random
         order; each candidate's test sees its own paired shifts and stops on its own.
+        `alongside` run in every round too, outside the test: the posterior search's reference,
+        whose block of the round is what the machine did in it (core/posterior.round_corrected).
         `resume` continues earlier tests from their shifts (give a config with a higher cap)."""
         config = config or self.config
-        self.build_all([reference, *candidates])
+        alongside = [a for a in dict.fromkeys(alongside) if a != reference and a not in candidates]
+        self.build_all([reference, *candidates, *alongside])
         started, measured_before = self.clock(), self.times.measure_s
         results: dict[str, Comparison] = {}
         for cand in candidates:
@@ -486,13 +500,14 @@ class Evaluation:
                         rule=DecisionRule.BUDGET, samples=drawn[cand],
                     )
                 break
-            order = [reference, *active]
+            order = [reference, *active, *alongside]
             self.rng.shuffle(order)  # order-balanced on average: no side always runs first
             with self.round_context():  # slurm: one allocation on one node, so the pairing holds
                 runs = {sha: self.measure(sha) for sha in order}
             self.rounds += 1
+            beside = sum(len(runs[a].samples) for a in alongside) / max(1, len(active))
             for sha in active:
-                drawn[sha] += len(runs[sha].samples) + len(runs[reference].samples)
+                drawn[sha] += len(runs[sha].samples) + len(runs[reference].samples) + round(beside)
             if not runs[reference].ok:
                 failures[reference] += 1
                 if hopeless(reference):

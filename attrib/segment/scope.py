@@ -43,6 +43,7 @@ class Evidence(Protocol):
     def note_traps(self, a: str, b: str) -> None: ...
     def same_artifact(self, candidate: str, reference: str, purpose: Purpose, verdict: Verdict, twin: str) -> Comparison: ...
     def levels(self, sha: str) -> tuple[list[float], list[int]]: ...
+    def level_rounds(self, sha: str) -> list[int]: ...
     def compare(
         self,
         candidates: Sequence[str],
@@ -51,6 +52,7 @@ class Evidence(Protocol):
         config: TestConfig | None = None,
         *,
         resume: Mapping[str, Sequence[float]] | None = None,
+        alongside: Sequence[str] = (),
     ) -> list[Comparison]: ...
     def account(self, drift_of: Sequence[str]) -> Account: ...
     def adapt_blocks(self) -> BlockChoice: ...
@@ -82,19 +84,26 @@ class Scope:
         config: TestConfig | None = None,
         placed_against: str | None = None,
         resume: Mapping[str, Sequence[float]] | None = None,
+        alongside: Sequence[str] = (),
     ) -> list[Comparison]:
         """Comparisons in shared rounds; the verdicts that place a commit are kept against the
-        segment's reference (`placed_against`, when `reference` is its byte-identical stand-in)."""
-        comps = self.evidence.compare(candidates, reference, purpose, config, resume=resume)
+        segment's reference (`placed_against`, when `reference` is its byte-identical stand-in).
+        `alongside`: run in every round too, outside the tests (Evaluation.compare)."""
+        comps = self.evidence.compare(candidates, reference, purpose, config, resume=resume, alongside=alongside)
         if purpose.places_commit:
             for comp in comps:
                 self.verdicts[comp.candidate] = (placed_against or reference, comp.verdict)
         return comps
 
     def compare_one(
-        self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None
+        self,
+        candidate: str,
+        reference: str,
+        purpose: Purpose,
+        config: TestConfig | None = None,
+        alongside: Sequence[str] = (),
     ) -> Comparison:
-        return self.compare([candidate], reference, purpose, config)[0]
+        return self.compare([candidate], reference, purpose, config, alongside=alongside)[0]
 
     def phase(self, step: Step, commits: Sequence[str] = (), count: int = 0) -> None:
         """A progress event, with the time spent so far and per comparison for its ETA."""
