@@ -190,6 +190,13 @@ class PosteriorSearch:
             self._place(positions, after, unbuildable)
             held = sum(after.probs[last + 1 : k + 1])
             amb = tuple(positions[i] for i in amb_at)
+            if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:
+                # the zone's test ran to its cap, as it may for a step strictly inside the zone,
+                # and its rounds put this step below the minimum at 1 - beta: a smaller step
+                # (rule 1 lets it go unnamed), not an open range that makes a bisection with a
+                # real culprit inconclusive, nor two more confirmations of 60 rounds that end the
+                # same way; the driver's remaining-change rule looks for the rest of the change
+                return SmallerStep(culprit, last_good, confirm, size)
             if confirm.verdict is Verdict.GOOD and (
                 held >= locate.DEFAULT_LOCATE_AT
                 or req.action is locate.Action.EXHAUSTED
