@@ -254,7 +254,7 @@ def round_corrected(
     takes it out. A mean of 2 * ROUND_WINDOW + 1 blocks rather than the round's one block:
     a state that lasts a few rounds is still followed, and the reference's own block noise
     enters each corrected block at a fifth of its variance instead of in full. A round with no
-    reference block (a confirmation's, the ends' first blocks) is read from the nearest ones.
+    reference block (an end's first blocks, measured alone) is read from the nearest ones.
     The reference's own blocks are its level, as measured."""
     ref_blocks = list(blocks.get(ref, ()))
     pairs = sorted(zip(rounds.get(ref, ()), ref_blocks, strict=True))

@@ -89,14 +89,13 @@ class PosteriorSearch:
         )
         return 2 * len(comp.diffs)
 
-    def _data(self, positions: list[str]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
-        """Every block of the segment, each less what the machine did in its round where the
-        reference ran in it too (core/posterior.round_corrected), and when each ran."""
+    def _data(self, positions: list[str]) -> dict[int, list[float]]:
+        """Every block of the segment, each less the machine's state the reference's blocks
+        show around its round (core/posterior.round_corrected)."""
         ev = self.scope.evidence
-        levels = [self._levels(sha) for sha in positions]
+        blocks = {i: self._levels(sha)[0] for i, sha in enumerate(positions)}
         rounds = {i: ev.level_rounds(ev.stand_in(sha)) for i, sha in enumerate(positions)}
-        blocks = locate.round_corrected({i: b for i, (b, _) in enumerate(levels)}, rounds)
-        return blocks, {i: [float(t) for t in ts] for i, (_, ts) in enumerate(levels)}
+        return locate.round_corrected(blocks, rounds)
 
     def search(self, chain: list[str], reference: str) -> Found:
         scope, ev = self.scope, self.scope.evidence
@@ -119,9 +118,9 @@ class PosteriorSearch:
                 if self._round([positions[end]], set()):
                     raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
         while True:
-            blocks, times = self._data(positions)
+            blocks = self._data(positions)
             reqs, post = locate.next_requests(
-                n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent, times=times,
+                n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended),
                 builds_left=budget - len(built), anchored=True,
             )  # fmt: skip
@@ -183,8 +182,7 @@ class PosteriorSearch:
             # the result reports beside the estimate
             size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
             confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
-            blocks, times = self._data(positions)
-            after = locate.posterior(n, blocks, tau=self.tau, times=times, anchored=True)
+            after = locate.posterior(n, self._data(positions), tau=self.tau, anchored=True)
             # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
             # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
             self._place(positions, after, unbuildable)
