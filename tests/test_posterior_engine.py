@@ -161,20 +161,20 @@ def test_a_confirmed_culprit_and_its_parent_carry_the_verdicts_the_confirmation_
 
 
 def test_a_zone_step_whose_confirmation_runs_to_its_cap_is_a_smaller_step():
-    # a real culprit (2 %) and a step of 3/4 of the minimum (1 %) 73 commits later (seeded;
-    # trial 14 of the scenario family "small 3/4 + culprit 2 sigma"): the remaining-change
+    # a real culprit (2 %) and a step of 3/4 of the minimum (1 %) 35 commits before it (seeded;
+    # trial 28 of the scenario family "small 3/4 + culprit 2 sigma"): the remaining-change
     # test sends a search after the zone step, whose confirmation runs to its 60-round cap
     # undecided, as the zone's test may strictly inside the zone. Its rounds put the step below
     # the minimum at 1 - beta, so it is a smaller step: the bisection names the culprit it
-    # found instead of ending inconclusive with the zone step as an open range (as it did,
-    # after two more confirmations of 60 rounds each)
+    # found instead of ending inconclusive with the zone step as an open range (as trial 14
+    # did, after two more confirmations of 60 rounds each)
     from attrib.core.model import DecisionRule, NoteKind, Verdict
 
-    hist = linear_history(179, {46: 2.0, 119: 0.75}, small={119})
-    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 1234370223, min_change_pct=1.0)
-    assert out.status == "culprit_found" and out.culprits == ("c046",)
+    hist = linear_history(166, {83: 0.75, 118: 2.0}, small={83})
+    out = run_simulated(hist, NoiseModel("gaussian", sigma=0.01), 2143375326, min_change_pct=1.0)
+    assert out.status == "culprit_found" and out.culprits == ("c118",)
     (step,) = out.outcome.smaller_steps
-    assert step.commit == "c119" and step.size_p < 0.01
+    assert step.commit == "c083" and step.size_p < 0.01
     assert step.confirmation.verdict is Verdict.INCONCLUSIVE and step.confirmation.rule is DecisionRule.CAP
     assert not out.outcome.unresolved
     assert not any(n.kind is NoteKind.CONFIRMATION_DISAGREED for n in out.outcome.notes)

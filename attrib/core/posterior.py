@@ -490,8 +490,8 @@ def next_requests(
     if (
         early is not None
         and not early[1]
-        and early[0] in counts
-        and early[0] - 1 in counts
+        and counts.get(early[0], 0) >= 2  # (one block of either could be an outlier that a
+        and counts.get(early[0] - 1, 0) >= 2  # second block, far cheaper than a confirmation, tells)
         and _around(post, early[0], list(counts)) >= locate_at
     ):
         # the change is between two adjacent measured commits with CONFIRM_EARLY_AT, and the
