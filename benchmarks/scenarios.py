@@ -65,6 +65,7 @@ from attrib.simulation import NoiseModel, SimHistory, SimRunner, linear_history,
 SIGMA = 0.01  # noise sigma: sd of one sample in log space
 DRIFT_PER_RUN = 0.02 * SIGMA  # drift family: the machine slows by 0.02 sigma per 10-sample run
 FAIL_RATE = 0.03  # failed-runs families: this fraction of runs crash
+SPELL = -2.0 * SIGMA  # spells family: the machine runs 2 sigma fast for 12 runs, one stretch in three
 NULL_MIN_CHANGE_SIGMAS = (0.25, 0.5, 1.0, 1.5, 2.5)  # no-regression trials draw min_change from these
 STRATEGIES = ("attrib", "attrib-posterior", "pinpoint", "pinpoint-today", "pinpoint-p0.5", "git-bisect", "asv-find")
 REPS = 10  # samples per run (block) for attrib, git bisect and asv find
@@ -106,6 +107,7 @@ FAMILIES = (
     Family("heavy 1 sigma", "noise", "heavy", (1.0,), 150, 33),
     Family("bimodal 1 sigma", "noise", "bimodal", (1.0,), 150, 33),
     Family("drift 1 sigma", "noise", "drift", (1.0,), 150, 33),
+    Family("spells 2 sigma", "noise", "spells", (2.0,), 150, 50),
     Family("two culprits 2+4 sigma", "multi", "gaussian", (2.0, 4.0), 150, 33),
     Family("three culprits 2+3+5 sigma", "multi", "gaussian", (2.0, 3.0, 5.0), 150, 33),
     Family("break elsewhere 3 sigma", "broken", "gaussian", (3.0,), 150, 50, broken="elsewhere"),
@@ -215,6 +217,7 @@ def make_trial(family: Family, index: int, seed: int) -> Trial:
         sigma=SIGMA,
         drift_per_run=DRIFT_PER_RUN if family.noise == "drift" else 0.0,
         fail_rate=family.fail_rate,
+        spell=SPELL if family.noise == "spells" else 0.0,
     )
     seed_ = int(rng.integers(2**31))
     if family.small:
@@ -586,7 +589,8 @@ log space), an effect of k sigma = a step of k %. attrib's `min_change_pct` is h
 planted effect (k/2 %); with no regression it is drawn per trial from {", ".join(f"{s:g}" for s in NULL_MIN_CHANGE_SIGMAS)} sigma
 (half of each sweep effect). Pinpoint gets the same threshold as its comparison magnitude; git bisect
 and asv find have no threshold. Drift: +{DRIFT_PER_RUN / SIGMA:.2f} sigma per 10-sample run (Pinpoint:
-per 10 single-sample attempts). Failed runs: {FAIL_RATE:.0%} of runs crash. Build breaks: a stretch of
+per 10 single-sample attempts). Spells: the machine runs {-SPELL / SIGMA:.0f} sigma fast for 12 runs, one
+stretch of 12 in three (attrib.simulation.NoiseModel.spell). Failed runs: {FAIL_RATE:.0%} of runs crash. Build breaks: a stretch of
 2..5 unbuildable commits, elsewhere in the range or ending right before the culprit. attrib runs with
 its default `TestConfig()` (alpha = 0.001, beta = 0.01, 5..{DEFAULT_MAX_ROUNDS} rounds) and 10 samples per run.
 
