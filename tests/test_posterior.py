@@ -4,6 +4,8 @@ outlying block, survives drift, and asks for what is informative."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,11 +13,11 @@ from attrib.core.posterior import (
     Action,
     build_price,
     builds_needed,
-    drifting,
     mixture_bits,
     next_request,
     next_requests,
     posterior,
+    round_corrected,
 )
 from attrib.core.stats import CONFIRM_MIN_ROUNDS
 from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES
@@ -24,47 +26,49 @@ SIGMA = 1.0
 
 
 def _segment(n, k, step, seed, drift=0.0):
-    """A seeded segment with its change at k: `measure(p)` adds one block of p and its time
-    (one clock tick per block); the ends start with three blocks each."""
+    """A seeded segment with its change at k: `measure(*ps)` adds one block of each of ps in one
+    round (one clock tick per block, for the drift); the ends start with three rounds of both."""
     rng = np.random.default_rng(seed)
     clock = [0]
     blocks: dict[int, list[float]] = {0: [], n: []}
-    times: dict[int, list[float]] = {0: [], n: []}
+    rounds: dict[int, list[int]] = {0: [], n: []}
 
-    def measure(p):
-        clock[0] += 1
-        blocks.setdefault(p, []).append((step if p >= k else 0.0) + drift * clock[0] + rng.normal(0, SIGMA))
-        times.setdefault(p, []).append(float(clock[0]))
+    def measure(*ps):
+        r = clock[0]
+        for p in ps:
+            clock[0] += 1
+            blocks.setdefault(p, []).append((step if p >= k else 0.0) + drift * clock[0] + rng.normal(0, SIGMA))
+            rounds.setdefault(p, []).append(r)
 
     for _ in range(3):
-        for p in (0, n):
-            measure(p)
-    return measure, blocks, times
+        measure(0, n)
+    return measure, blocks, rounds
 
 
 def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, cap=600, width=1):
     """Drive next_requests to its end on a simulated segment, one batch per round; returns
-    (request, posterior, builds, rounds)."""
-    measure, blocks, times = _segment(n, k, step, seed, drift)
+    (request, posterior, builds, rounds). With a drift the reference runs in every round and
+    the blocks are read against it, as the driver does (`round_corrected`)."""
+    measure, blocks, rounds_of = _segment(n, k, step, seed, drift)
+    paired = bool(drift)
     builds, spent, retries = 0, 0, 0
     for rounds in range(cap + 1):
         reqs, post = next_requests(
             n,
-            blocks,
+            round_corrected(blocks, rounds_of) if paired else blocks,
             unbuildable=unbuildable,
             tau=tau,
             blocks_left=cap - spent,
-            times=times if drift else None,
             width=width,
+            anchored=paired,
         )
         if reqs[0].provisional and retries < MAX_CONFIRM_RETRIES:
             # located before the noise is known: the driver confirms it, and the confirmation's
             # paired rounds are blocks of both sides that the posterior then sees
             retries += 1
             for _ in range(CONFIRM_MIN_ROUNDS):
-                for p in (reqs[0].last_good, reqs[0].position):
-                    measure(p)
-                    spent += 1
+                measure(reqs[0].last_good, reqs[0].position, *([0] if paired else []))
+                spent += 2
             continue
         if reqs[0].action in (Action.CONFIRM, Action.EXHAUSTED):
             return reqs[0], post, builds, rounds
@@ -74,8 +78,9 @@ def _search(n, k, step, seed, *, tau=0.125, unbuildable=frozenset(), drift=0.0, 
                 "an unbuildable commit carries no data: never asked for"
             )
             builds += req.action is Action.BUILD
-            measure(req.position)
-            spent += 1
+        asked = [req.position for req in reqs]
+        measure(*asked, *([0] if paired and 0 not in asked else []))
+        spent += len(reqs)
     raise AssertionError("the search did not end within its own block cap")
 
 
@@ -120,10 +125,17 @@ def test_one_outlying_block_does_not_decide():
     assert sum(post.probs[6:10]) < 0.05  # the outlier does not drag the change before 10
 
 
-def test_a_drifting_machine_does_not_read_as_a_step():
-    # the level drifts by 0.01 sigma per run: hundreds of runs move it by several sigmas
-    req, *_ = _search(50, 31, 2.0, 2, drift=0.01)
-    assert req.action is Action.CONFIRM and req.position == 31
+def test_a_drifting_machine_does_not_read_as_a_step(monkeypatch):
+    # the level drifts by 0.05 sigma per block: the search's hundreds of blocks move it by many
+    # sigmas. Read against the reference's blocks of their rounds (the reference runs in every
+    # round), the change is located at 31 in every seed; read as they ran, in none
+    for seed in range(5):
+        req, *_ = _search(50, 31, 2.0, seed, drift=0.05)
+        assert req.action is Action.CONFIRM and req.position == 31, seed
+    monkeypatch.setattr(sys.modules[__name__], "round_corrected", lambda blocks, rounds: blocks)
+    for seed in range(5):
+        req, *_ = _search(50, 31, 2.0, seed, drift=0.05)
+        assert not (req.action is Action.CONFIRM and req.position == 31), seed
 
 
 def test_with_no_step_the_fitted_step_stays_within_noise():
@@ -196,28 +208,6 @@ def test_a_commit_at_its_cap_that_still_decides_is_extended_once():
     assert all(r.position != 5 for r in again), "an extended commit at its cap is asked for nothing more"
 
 
-def test_a_drifting_machine_measures_the_reference_in_every_round():
-    # blocks that trend inside each commit: the data favour the drift model, and the reference
-    # is asked for in the batch (as a paired round measures it with every candidate)
-    # (enough blocks for the noise to be known: MIN_LOCATE_DOF within-commit degrees of freedom)
-    rng = np.random.default_rng(7)
-    t = iter(range(1000))
-    blocks, times = {}, {}
-    for p, level in ((0, 0.0), (20, 2.0), (10, 0.0)) * 8:
-        now = next(t)
-        blocks.setdefault(p, []).append(level + 0.2 * now + rng.normal(0, 0.3))
-        times.setdefault(p, []).append(float(now))
-    reqs, post = next_requests(20, blocks, tau=0.125, times=times)
-    assert post.drift_weight > 0.5 and drifting(post)
-    assert reqs[0].position == 0 and len(reqs) >= 2
-    flat = {p: [b - 0.2 * tt for b, tt in zip(blocks[p], times[p], strict=True)] for p in blocks}
-    flat_reqs, post_flat = next_requests(20, flat, tau=0.125, times=times)
-    assert not drifting(post_flat)
-    # having seen drift earlier in the search (`anchor`) keeps the reference in the round
-    anchored, _ = next_requests(20, flat, tau=0.125, times=times, anchor=True)
-    assert anchored[0].position == 0 and flat_reqs[0].position != 0
-
-
 def test_a_build_break_is_stepped_away_from_not_walked_through():
     # the middle commit did not build: its neighbours are likely broken too, so the next build
     # is further out than the one just beside it
@@ -279,37 +269,6 @@ def test_with_no_builds_left_a_split_posterior_measures_what_is_built():
     assert any(r.action is Action.BUILD for r in free)
     assert spent[0].action in (Action.MEASURE, Action.EXHAUSTED)
     assert all(r.action is not Action.BUILD for r in spent)
-
-
-def _anchors(seed, *, step, drift, n=60, cap=400):
-    """Drive one seeded segment to its end, recording whether the search would anchor on the
-    reference at some round under the old rule (drift_weight > 1/2) and under `drifting`."""
-    measure, blocks, times = _segment(n, 1 + (seed * 17) % n, step, seed, drift)
-    old = new = False
-    spent = 0
-    for _ in range(cap):
-        reqs, post = next_requests(n, blocks, tau=step / 8, blocks_left=cap - spent, times=times, anchor=new)
-        old, new = old or post.drift_weight > 0.5, new or drifting(post)
-        if reqs[0].action in (Action.CONFIRM, Action.EXHAUSTED):
-            return old, new
-        for req in reqs:
-            measure(req.position)
-            spent += 1
-    return old, new
-
-
-def test_white_noise_does_not_anchor_on_drift_but_a_real_drift_does():
-    # A steady machine: the old rule (the drift model at even odds, asked after every round)
-    # anchored nearly every search; `drifting` asks for decisive evidence (Ville's bound over all
-    # rounds, ANCHOR_ALPHA), a noise resting on MIN_LOCATE_DOF degrees of freedom and a drift
-    # larger than tau, and anchors about as often as its alpha allows.
-    steady = [_anchors(seed, step=2.0, drift=0.0) for seed in range(20)]
-    assert sum(old for old, _ in steady) >= 15  # what the old rule did
-    assert sum(new for _, new in steady) <= 3
-    # a machine that slows by 1 % of the minimum change per block (the scenario benchmark's drift
-    # families: 1-2 % of theirs per run) is still anchored on
-    slowing = [_anchors(seed, step=1.0, drift=0.01) for seed in range(10)]
-    assert sum(new for _, new in slowing) >= 8
 
 
 def test_a_commit_at_neither_level_is_not_measured_again():

@@ -4,7 +4,9 @@ A segment is positions 0..n along a first-parent chain: 0 is the reference (good
 bad end. Hypothesis k (1..n) says commits at positions < k share one level and commits at
 positions >= k another. Every block of every measured commit of the segment enters one
 likelihood, so the endpoints are measured once and serve every probe, and nothing measured
-is thrown away (a failed confirmation's rounds are blocks too).
+is thrown away (a failed confirmation's rounds are blocks too). The search runs the reference
+in every round, and each other block is read against the machine's state the reference's
+blocks show around its round (`round_corrected`), as a paired test reads it.
 
 The model, per hypothesis k:
   block level x_pj = mu_side(p) + u_p + e_pj,  u_p ~ N(0, tau^2)  (per-commit scatter: steps
@@ -66,8 +68,6 @@ ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measure
 MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
 BUILD_SLACK_EASY = 2.0  # builds to spare beyond what locating still needs at which a build costs `build_cost`
 BUILD_PRICE_STEP = 4.0  # each build of spare lost below BUILD_SLACK_EASY adds this many times `build_cost`
-DRIFT_ROBUST_Z = 5.0  # below MIN_LOCATE_DOF a drift is known only this far from 0 at sigma's 99 % bound
-ANCHOR_ALPHA = 0.05  # the chance that a steady machine ever anchors a search on drift (see `drifting`)
 _GRID = np.linspace(-7.0, 7.0, 141)  # standard-normal units for the mixture entropy
 
 
@@ -104,10 +104,6 @@ class Posterior:
     step_se: float
     sigma: float  # per-block noise used
     tau: float  # per-commit scatter used
-    drift_weight: float = 0.0  # the linear-drift model's share of the evidence (0: no drift model fitted)
-    drift_log_bf: float = -math.inf  # log Bayes factor, drift model against none (-inf: not fitted)
-    drift: float = 0.0  # the fitted drift over the span of the blocks' times, in level units
-    drift_se: float = math.inf  # its standard error
     dof: int = 0  # within-commit degrees of freedom the noise rests on
 
     @property
@@ -159,82 +155,29 @@ def block_sigma(
 
 
 def _fit_sides(
-    y: np.ndarray,
-    v: np.ndarray,
-    good: np.ndarray,
-    t: np.ndarray | None,
-    within: tuple[float, float] | None = None,
-    nu: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Per row of `good` (1 = that commit on the good side): the two levels (and, with mean
-    block times `t`, a common drift slope) fitted to the commit levels y with variances v by
-    iteratively reweighted least squares under Student-t residuals. Returns (mu0, mu1,
-    log-likelihood less half the log-determinant of the information, the step's standard error,
-    (the slope, its standard error) (0 without `t`)) per row.
-
-    `within` (slope, variance) is what the blocks inside each commit say about the slope, the
-    same under every hypothesis: one more observation of the slope alone (of 0 without `t`)."""
+    y: np.ndarray, v: np.ndarray, good: np.ndarray, nu: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `good` (1 = that commit on the good side): the two levels fitted to the
+    commit levels y with variances v by iteratively reweighted least squares under Student-t
+    residuals. Returns (mu0, mu1, log-likelihood less half the log-determinant of the
+    information, the step's standard error) per row."""
     rows, m = good.shape
     nu = np.full(m, NU) if nu is None else nu
-    cols = [good, 1.0 - good] + ([np.broadcast_to(t - t.mean(), (rows, m))] if t is not None else [])
-    x = np.stack(cols, axis=2)  # rows x m x p
-    if within is not None:
-        extra = np.zeros((rows, 1, x.shape[2]))
-        if t is not None:
-            extra[:, :, 2] = 1.0
-        x = np.concatenate([x, extra], axis=1)
-        y = np.append(y, within[0])
-        v = np.append(v, within[1])
-        nu = np.append(nu, NU)
-        m += 1
+    x = np.stack([good, 1.0 - good], axis=2)  # rows x m x 2
     w = np.broadcast_to(1.0 / v, (rows, m))
     wt = w.copy()
     for _ in range(IRLS_STEPS + 1):
         xtw = x * wt[:, :, None]
-        a = np.einsum("rmi,rmj->rij", xtw, x) + np.eye(x.shape[2]) * 1e-12
+        a = np.einsum("rmi,rmj->rij", xtw, x) + np.eye(2) * 1e-12
         beta = np.linalg.solve(a, np.einsum("rmi,m->ri", xtw, y)[:, :, None])[:, :, 0]
         r2 = (y[None, :] - np.einsum("rmi,ri->rm", x, beta)) ** 2 / v
         wt = w * (nu + 1) / (nu + r2)
     ll = np.sum(-(nu + 1) / 2 * np.log1p(r2 / nu) - 0.5 * np.log(v), axis=1)
     info = np.einsum("rmi,rmj->rij", x * (w * (nu + 1) / (nu + 3))[:, :, None], x)
-    _, logdet = np.linalg.slogdet(info + np.eye(x.shape[2]) * 1e-12)
-    cov = np.linalg.inv(info + np.eye(x.shape[2]) * 1e-12)
+    _, logdet = np.linalg.slogdet(info + np.eye(2) * 1e-12)
+    cov = np.linalg.inv(info + np.eye(2) * 1e-12)
     se = np.sqrt(np.maximum(cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1], 0.0))
-    slope = beta[:, 2] if x.shape[2] > 2 else np.zeros(rows)
-    slope_se = np.sqrt(np.maximum(cov[:, 2, 2], 0.0)) if x.shape[2] > 2 else np.zeros(rows)
-    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se, (slope, slope_se)
-
-
-def _within_slope(
-    blocks: Mapping[Any, Sequence[float]],
-    times: Mapping[Any, Sequence[float]],
-    measured: Sequence[Any],
-) -> tuple[float, float] | None:
-    """The drift slope per run from the trend of each commit's blocks over its own run times,
-    pooled, with the sum of squared centred times (its variance is sigma^2 over that); None
-    when no commit was measured at two times. A step lies between commits, so this part
-    cannot mistake one for drift: commit means alone could (a slope between early and late
-    probes looks like a step between them)."""
-    num = den = 0.0
-    for p in measured:
-        if len(blocks[p]) >= 2:
-            tt = np.asarray(times[p], dtype=float)
-            tt = tt - tt.mean()
-            num += float(np.dot(tt, np.asarray(blocks[p], dtype=float)))
-            den += float(np.dot(tt, tt))
-    if den <= 0:
-        return None
-    return num / den, den
-
-
-def _flatten(
-    blocks: Mapping[Any, Sequence[float]], times: Mapping[Any, Sequence[float]], slope: float, keys: Sequence[Any]
-) -> dict[Any, list[float]]:
-    """Each commit's blocks with a drift of `slope` per unit of time taken out around the
-    commit's own mean time: the spread inside a commit that is noise, not trend."""
-    return {
-        k: [x - slope * (t - float(np.mean(times[k]))) for x, t in zip(blocks[k], times[k], strict=True)] for k in keys
-    }
+    return beta[:, 0], beta[:, 1], ll - 0.5 * logdet, se
 
 
 ROUND_WINDOW = 2  # reference blocks either side of a round that its machine state is read from
@@ -282,79 +225,39 @@ def posterior(
     *,
     tau: float,
     prior_sigma: float | None = None,
-    times: Mapping[int, Sequence[float]] | None = None,
     sigma_quantile: float = SIGMA_UPPER_QUANTILE,
     anchored: bool = False,
 ) -> Posterior:
     """P(change at k), k = 1..n, from every block level measured at positions 0..n.
 
-    Positions 0 and n must have blocks (the reference and the bad end). With `times` (per
-    position, when each block ran) the levels share a linear drift in time: a machine that
-    slows during the search does not read as a step between early and late probes."""
+    Positions 0 and n must have blocks (the reference and the bad end). `anchored`: the blocks
+    of positions > 0 are read against the reference's (`round_corrected`, as the search runs
+    the reference in every round), so their spread holds the reference's block noise too, and
+    the reference's own spread (which holds what the machine did) says nothing of theirs: sigma
+    is pooled over the others. A machine's drift is taken out round by round there; the search
+    fits no drift of its own (an averaged linear drift term did, before the search ran the
+    reference in every round, and could not follow a spell of a dozen rounds)."""
     if n < 1:
         raise ValueError("a segment has at least one candidate position")
     if not blocks.get(0) or not blocks.get(n):
         raise ValueError("both ends of a segment need at least one block")
+    spread: Mapping[int, Sequence[float]] = blocks
     if anchored:
-        # the blocks of positions > 0 are round-corrected against the reference's
-        # (`round_corrected`): their spread holds the reference's block noise too, and the
-        # reference's own spread (which holds what the machine did) says nothing of theirs; a
-        # drift is already taken out, round by round, so no slope is fitted
         others = {p: b for p, b in blocks.items() if p != 0}
         spread = others if any(len(b) >= 2 for b in others.values()) else blocks
-        sigma = block_sigma(spread, prior_sigma, sigma_quantile)
-        times = None
-    else:
-        sigma = block_sigma(blocks, prior_sigma, sigma_quantile)
+    sigma = block_sigma(spread, prior_sigma, sigma_quantile)
     measured = sorted(p for p, b in blocks.items() if len(b))
     y = np.array([commit_level(blocks[p], sigma) for p in measured])
     v = np.array([tau**2 + sigma**2 / len(blocks[p]) for p in measured])
     m = len(measured)
-    slope, within, within0, drifting = None, None, None, None
-    if times is not None:
-        mean_t = np.array([float(np.mean(times[p])) for p in measured])
-        # a drift slope is only identifiable once some commit was measured at two times
-        trend = _within_slope(blocks, times, measured)
-        if trend is not None and m >= 3:
-            scale = max(1.0, float(np.ptp(mean_t)))
-            slope = mean_t / scale
-            b_w, den = trend
-            # under drift the spread inside a commit is partly its trend: the noise is what is
-            # left once that is taken out, and the slope inside commits is one more observation
-            flat = _flatten(blocks, times, b_w, measured)
-            sigma_d = block_sigma(flat, prior_sigma, sigma_quantile)
-            drifting = sigma_d, np.array([tau**2 + sigma_d**2 / len(blocks[p]) for p in measured])
-            # one noise for the slope's test in both models, the larger model's (as an F test
-            # uses the full model's residual variance): the trend inflates the other one
-            within0 = within = (b_w * scale, sigma_d**2 / den * scale**2)
     # gap c: k in (measured[c], measured[c+1]]; the commits measured[: c+1] are on the good side
     good = np.tri(m - 1, m, dtype=float)  # row c: ones at columns 0..c
     widths = np.log(np.diff(np.array(measured, dtype=float)))
-    # Bayesian model averaging over "no drift" and "linear drift" (prior 1/2 each): the slope
-    # costs its Occam factor where the machine is steady and takes over where it drifts
     nu = np.array([NU if len(blocks[p]) >= 2 else NU_ONE_BLOCK for p in measured])
-    fits = [_fit_sides(y, v, good, None, within0, nu)]
-    if slope is not None and drifting is not None:
-        fits.append(_fit_sides(y, drifting[1], good, slope, within, nu))
-    logs = np.stack([f[2] + widths for f in fits])
-    mass = np.exp(logs - logs.max()).sum(axis=0)
+    m0, m1, evidence, se = _fit_sides(y, v, good, nu)
+    logs = evidence + widths
+    mass = np.exp(logs - logs.max())
     mass /= mass.sum()
-    which = int(np.argmax(logs.max(axis=1)))
-    m0, m1, _, se, _ = fits[which]
-    if which == 1 and drifting is not None:
-        sigma = drifting[0]
-    # each model's evidence summed over the hypotheses: how much the data ask for the slope
-    top = logs.max()
-    evidence = np.log(np.exp(logs - top).sum(axis=1))
-    drift_weight = float(np.exp(evidence[1] - np.logaddexp(evidence[0], evidence[1]))) if len(fits) > 1 else 0.0
-    log_bf, drift, drift_se = -math.inf, 0.0, math.inf
-    if len(fits) > 1 and times is not None:
-        log_bf = float(evidence[1] - evidence[0])
-        # the slope is per unit of (mean time / scale): over the whole span of block times
-        every = np.concatenate([np.asarray(times[p], dtype=float) for p in measured])
-        span = float(np.ptp(every)) / scale
-        at = int(np.argmax(logs[1]))
-        drift, drift_se = float(fits[1][4][0][at]) * span, float(fits[1][4][1][at]) * span
     probs = np.zeros(n + 1)
     for c in range(m - 1):
         lo, hi = measured[c], measured[c + 1]
@@ -367,10 +270,6 @@ def posterior(
         float(se[best]),
         sigma,
         tau,
-        drift_weight,
-        log_bf,
-        drift,
-        drift_se,
         sum(len(blocks[p]) - 1 for p in measured if not (anchored and p == 0)),
     )
 
@@ -437,11 +336,9 @@ def next_requests(
     locate_at: float = DEFAULT_LOCATE_AT,
     blocks_left: int | None = None,
     builds_left: int | None = None,
-    times: Mapping[int, Sequence[float]] | None = None,
     width: int = 1,
     cap: int | None = None,
     extended: frozenset[int] = frozenset(),
-    anchor: bool = False,
     anchored: bool = False,
 ) -> tuple[tuple[Request, ...], Posterior]:
     """The next requests for a segment (at most `width`, to be built concurrently and measured
@@ -455,8 +352,8 @@ def next_requests(
     blocks (the recipe's max_rounds: what one commit may cost) and was not extended yet; else
     the MEASUREs and BUILDs with the most bits per unit cost, each valued as if the sides of
     the ones chosen before it were known (so a batch spreads out instead of piling onto one
-    gap, and each further probe is worth less). `anchor`: the search has seen the data favour
-    a drifting machine, so the reference is measured in every round (see `_ends_due`).
+    gap, and each further probe is worth less). `anchored`: the blocks are read against the
+    reference's of their rounds (`round_corrected`; see `posterior`).
 
     `builds_left`: how many more commits the segment may build (None: no limit). A batch asks
     for at most that many BUILDs; once none are left only measured commits are asked for, and
@@ -467,7 +364,7 @@ def next_requests(
     `build_cost` blocks in the value, but the budget is what bounds builds: where the one-step
     model misfits (a second, smaller step elsewhere puts some commits at neither level) the
     posterior keeps a share on the far mode and each build still looks worth its cost."""
-    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, anchored=anchored)
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
     no_builds = builds_left is not None and builds_left <= 0
     untested = (
@@ -519,8 +416,7 @@ def next_requests(
             and dof >= 2
             and _credible(
                 posterior(
-                    n, blocks, tau=tau, prior_sigma=prior_sigma, times=times, sigma_quantile=LOCATE_SIGMA_QUANTILE,
-                    anchored=anchored,
+                    n, blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE, anchored=anchored
                 ),
                 unbuildable,
                 locate_at,
@@ -571,7 +467,7 @@ def next_requests(
                 abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
                 for e, end_level in ends
             )
-            if off > MISFIT_Z and post.drift_weight <= 0.5:  # (ends that drift move their levels)
+            if off > MISFIT_Z:
                 a[idx] = b[idx]
     value = mixture_bits(cdf[js], a, b, s) / cost
     best = int(np.argmax(value))
@@ -583,7 +479,7 @@ def next_requests(
         # samples once, as the sequential search extends an undecided probe
         return (Request(Action.EXTEND, j, value=float(value[best])),), post
     batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
-    batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts, post, anchor)]
+    batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts)]
     cuts = [j]
     builds = int(j not in counts)  # builds asked for in this batch, within `builds_left`
     while len(batch) < width:
@@ -666,62 +562,18 @@ def build_price(post: Posterior, counts: Mapping[int, int], builds_left: int | N
     return 1.0 + BUILD_PRICE_STEP * max(0.0, BUILD_SLACK_EASY - spare)
 
 
-def drifting(post: Posterior, alpha: float = ANCHOR_ALPHA) -> bool:
-    """Whether the data say the machine drifts enough to anchor the search on the reference.
-
-    Three conditions, each derived rather than tuned:
-    * a noise that is known: the evidence for a slope is computed with the noise taken as
-      known, and from a handful of blocks it is luck (a boundary waits for the same
-      MIN_LOCATE_DOF within-commit degrees of freedom). Measured on seeded white-noise
-      segments, the false anchors the other two conditions let through came from searches
-      with 4..14 degrees of freedom and a drift fitted 3..5 standard errors from 0;
-    * decisive evidence: the search asks this after every round and, once true, it stays true
-      (the driver's `anchor`), so it is a sequential test. The Bayes factor of drift against a
-      steady machine is a nonnegative martingale when the machine is steady, and by Ville's
-      inequality P(it ever reaches 1/alpha) <= alpha, however many rounds look at it. The old
-      rule (drift_weight > 1/2, a Bayes factor of 1) asked no more than even odds at every
-      look, and white noise passes that by chance in a long search;
-    * a drift that can matter: the model already lets every commit sit up to about tau (the
-      per-commit scatter, a quarter of ignore_below) off its level at no cost, so a fitted
-      drift over the whole span of the search below tau moves no commit by more than that
-      allowance and cannot move a verdict; measuring the reference every round for it buys
-      nothing."""
-    return known_drift(post) and post.drift_log_bf >= math.log(1 / alpha) and abs(post.drift) > post.tau
-
-
-def known_drift(post: Posterior) -> bool:
-    """Whether the noise the drift's evidence rests on is known well enough: MIN_LOCATE_DOF
-    degrees of freedom, or fewer with the drift still DRIFT_ROBUST_Z standard errors from 0
-    when sigma is at its 99 % upper bound instead of the 80 % one the posterior uses (as a
-    boundary is located before MIN_LOCATE_DOF only if it holds there). The false anchors on
-    white noise were fitted 3..5 standard errors from 0 at the 80 % bound; a confirmation's
-    paired rounds on a machine slowing by 0.2 % per run put it 7-13 from 0 with 14 degrees of
-    freedom, after a search too short to reach 16."""
-    if post.dof >= MIN_LOCATE_DOF:
-        return True
-    if post.dof < 2 or not math.isfinite(post.drift_se) or post.drift_se <= 0:
-        return False
-    inflation = math.sqrt(chdtri(post.dof, 1 - SIGMA_UPPER_QUANTILE) / chdtri(post.dof, 1 - LOCATE_SIGMA_QUANTILE))
-    return abs(post.drift) >= DRIFT_ROBUST_Z * post.drift_se * inflation
-
-
-def _ends_due(n: int, counts: Mapping[int, int], post: Posterior, anchor: bool) -> list[int]:
-    """The ends due for another block.
+def _ends_due(n: int, counts: Mapping[int, int]) -> list[int]:
+    """The end due for another block, if any.
 
     The ends are where the two levels are pinned down: a side's information is exact only when
     its level is known, so an end is measured again once an inside commit has more than twice
-    its blocks (with a change at position 1 the good level rests on the reference alone). Where
-    the data favour a drifting machine (or did earlier in the search: `anchor`) the reference
-    is measured in every round (`drifting`), as the sequential search's paired rounds measure it
-    with every candidate: the good level is then known now, not only as it was at the start, and the
-    drift the report states rests on one commit measured across the whole search."""
-    due = [0] if anchor or drifting(post) else []
+    its blocks (with a change at position 1 the good level rests on the reference alone). The
+    driver runs the reference in every round besides (segment/posterior_search.py)."""
     inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
     for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
-        if end not in due and counts.get(end, 0) * ENDS_SHARE < inside:
-            due.append(end)
-            break
-    return due
+        if counts.get(end, 0) * ENDS_SHARE < inside:
+            return [end]
+    return []
 
 
 def credible_range(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
