@@ -401,7 +401,7 @@ def next_requests(
     if hit is not None:
         k, amb = hit
         last = (amb[0] - 1) if amb else k - 1
-        dof = sum(len(b) - 1 for p, b in blocks.items() if len(b) >= 2 and not (anchored and p == 0))
+        dof = post.dof
         # a boundary resting on a sigma from a handful of blocks can be luck: it is taken as it
         # is when it holds even at sigma's 99 % upper bound (a step many times the noise does
         # from the first blocks), else it is confirmed provisionally: the confirmation's paired
