@@ -131,7 +131,7 @@ class CommitRecord:
     build: BuildRecord | None = None
     samples: tuple[float, ...] = ()
     blocks: tuple[float, ...] = ()  # per run: oriented log level, in time order
-    block_times: tuple[int, ...] = ()  # per block: the evaluation's run count when it ran
+    block_rounds: tuple[int, ...] = ()  # per block: the round it ran in (blocks of one round ran back to back)
     block_reps: tuple[int, ...] = ()  # per block: the samples per run it was asked for
     failed_runs: tuple[str, ...] = ()
     excluded: Mapping[str, int] = field(default_factory=dict)  # samples the runner flagged, by reason
@@ -147,9 +147,8 @@ class _Tally:
     build: BuildRecord | None = None
     samples: list[float] = field(default_factory=list)
     blocks: list[float] = field(default_factory=list)
-    block_times: list[int] = field(default_factory=list)
     block_reps: list[int] = field(default_factory=list)
-    block_rounds: list[int] = field(default_factory=list)  # the round each block ran in: which blocks were paired
+    block_rounds: list[int] = field(default_factory=list)
     failed_runs: list[str] = field(default_factory=list)
     excluded: Counter[str] = field(default_factory=Counter)
     nodes: list[str] = field(default_factory=list)
@@ -157,7 +156,7 @@ class _Tally:
 
     def snapshot(self) -> CommitRecord:
         return CommitRecord(
-            self.info, self.build, tuple(self.samples), tuple(self.blocks), tuple(self.block_times),
+            self.info, self.build, tuple(self.samples), tuple(self.blocks), tuple(self.block_rounds),
             tuple(self.block_reps), tuple(self.failed_runs), dict(self.excluded), tuple(self.nodes), self.artifact,
         )  # fmt: skip
 
@@ -214,7 +213,6 @@ class Evaluation:
         self._tallies: dict[str, _Tally] = {}
         self.comparisons: list[Comparison] = []
         self.rounds = 0  # measurement rounds, in sequence: what parallel probing shortens
-        self.runs = 0  # benchmark runs started, in sequence
         self.deadline = deadline  # clock() value after which no further round starts
         self.clock = clock
         self.times = PhaseTimes()
@@ -343,7 +341,6 @@ class Evaluation:
     def measure(self, sha: str) -> RunResult:
         rec = self._tally(sha)
         assert rec.build is not None and rec.build.ok
-        self.runs += 1  # the machine's time, in runs: what the posterior's drift term is a slope in
         start = self.clock()
         result = self.runner.run(Path(rec.build.checkout))
         self.times.measure_s += self.clock() - start
@@ -353,7 +350,6 @@ class Evaluation:
             rec.samples.extend(result.samples)
             logs = oriented_logs(result.samples, self.bench.direction)
             rec.blocks.append(block_level(logs, self.bench.block_statistic))
-            rec.block_times.append(self.runs)
             rec.block_reps.append(self.reps)
             rec.block_rounds.append(self.rounds)  # counted when a round ends: the one running now
             if self.adapting and self.block_choice is None:  # kept only until the size is chosen
@@ -394,21 +390,14 @@ class Evaluation:
         )
 
     def levels(self, sha: str) -> tuple[list[float], list[int]]:
-        """`sha`'s block levels of the current size and, per block, the run count when it ran
-        (the drift clock)."""
+        """`sha`'s block levels of the current size and, per block, the round it ran in: blocks
+        of two commits with the same round ran back to back, on one machine in one state (a
+        comparison's pair, a search's shared round)."""
         rec = self._tallies.get(sha)
         if rec is None:
             return [], []
         keep = [i for i, r in enumerate(rec.block_reps) if r == self.reps]
-        return [rec.blocks[i] for i in keep], [rec.block_times[i] for i in keep]
-
-    def level_rounds(self, sha: str) -> list[int]:
-        """The round each of `levels(sha)` ran in: blocks of two commits with the same round ran
-        back to back, on one machine in one state (a comparison's pair, a search's shared round)."""
-        rec = self._tallies.get(sha)
-        if rec is None:
-            return []
-        return [rec.block_rounds[i] for i, r in enumerate(rec.block_reps) if r == self.reps]
+        return [rec.blocks[i] for i in keep], [rec.block_rounds[i] for i in keep]
 
     def _adapt_now(self, rounds: int) -> bool:
         """Whether the size was just changed, PLAN_AFTER_ROUNDS into the preflight."""

@@ -92,10 +92,10 @@ class PosteriorSearch:
     def _data(self, positions: list[str]) -> dict[int, list[float]]:
         """Every block of the segment, each less the machine's state the reference's blocks
         show around its round (core/posterior.round_corrected)."""
-        ev = self.scope.evidence
-        blocks = {i: self._levels(sha)[0] for i, sha in enumerate(positions)}
-        rounds = {i: ev.level_rounds(ev.stand_in(sha)) for i, sha in enumerate(positions)}
-        return locate.round_corrected(blocks, rounds)
+        levels = [self._levels(sha) for sha in positions]
+        return locate.round_corrected(
+            {i: b for i, (b, _) in enumerate(levels)}, {i: r for i, (_, r) in enumerate(levels)}
+        )
 
     def search(self, chain: list[str], reference: str) -> Found:
         scope, ev = self.scope, self.scope.evidence
