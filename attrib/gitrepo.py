@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
@@ -55,6 +56,26 @@ def check_git_url(url: str, allow_http: bool) -> None:
             f"{url}: plain http:// is refused (the code would arrive in cleartext and then be built and run);"
             " use https://, ssh or git, or allow http repositories in the daemon's settings"
         )
+
+
+@dataclass(frozen=True)
+class UrlRule:
+    """Which submodule URLs a job may fetch. The CLI builds the user's own tree: anything git
+    fetches (ext:: stays out through GIT_ALLOW_PROTOCOL). The daemon builds what a flag named: the
+    flag's URL rules (check_git_url), and a local path (or file://) only when the flag's own
+    repository was local, which the daemon's settings already let a flag name."""
+
+    allow_http: bool = True
+    allow_local: bool = True
+
+    def check(self, url: str) -> None:
+        if url.startswith("-") or "::" in url:
+            raise RepoError(f"{url}: not a URL git may fetch from")
+        if not is_git_url(url) and "://" in url:
+            raise RepoError(f"{url}: expected an https, ssh, git or file URL")
+        check_git_url(url, self.allow_http)
+        if not self.allow_local and (not is_git_url(url) or url.startswith("file://")):
+            raise RepoError(f"{url}: a local path, refused for a repository fetched from a URL")
 
 
 def git_failure_line(stderr: str, returncode: int) -> str:
@@ -203,3 +224,98 @@ class Mirror:
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
         self.git.worktree("prune")
+
+
+# --- submodules ------------------------------------------------------------------------------
+# A gitlink is a tree entry of mode 160000 naming a commit of another repository (the pin); the
+# URL to fetch it from is in the commit's own .gitmodules. attrib reads both from the commit
+# itself (never from a checkout's config), so every candidate gets the pins it was committed with.
+
+GITLINK_MODE = "160000"
+
+
+def _plumbing(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RepoError(f"{git_dir}: git {args[0]}: {git_failure_line(proc.stderr, proc.returncode)}")
+    return proc
+
+
+def gitlinks(git_dir: Path, sha: str) -> dict[str, str]:
+    """{path: pinned commit} of every gitlink in `sha`'s tree (not descending into them)."""
+    out = _plumbing(git_dir, "ls-tree", "-r", "-z", "--full-tree", sha).stdout
+    links = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[0] == GITLINK_MODE:
+            links[path] = parts[2]
+    return links
+
+
+def gitlink_changes(git_dir: Path, before: str, after: str) -> dict[str, tuple[str, str]]:
+    """{path: (old pin, new pin)} of the gitlinks `after` moves relative to `before`; a gitlink
+    added or removed is not a roll and is left out."""
+    old, new = gitlinks(git_dir, before), gitlinks(git_dir, after)
+    return {p: (old[p], new[p]) for p in sorted(old.keys() & new.keys()) if old[p] != new[p]}
+
+
+def submodule_urls(git_dir: Path, sha: str) -> dict[str, str]:
+    """{path: url} from the .gitmodules of commit `sha` ({} when it has none)."""
+    proc = _plumbing(
+        git_dir, "config", "--blob", f"{sha}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$", check=False
+    )
+    if proc.returncode != 0:
+        return {}
+    paths: dict[str, str] = {}
+    urls: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, field = key[len("submodule.") :].rpartition(".")
+        (paths if field == "path" else urls)[name] = value.strip()
+    return {paths[n].rstrip("/"): urls[n] for n in paths if n in urls}
+
+
+def resolve_submodule_url(base: str, url: str) -> str:
+    """A .gitmodules URL as git reads it: `./x` and `../x` are relative to the superproject's
+    own URL (or path), anything else is taken as written."""
+    if not url.startswith(("./", "../")):
+        return url
+    head = base.rstrip("/")
+    for part in url.split("/"):
+        if part == "..":
+            cut = max(head.rfind("/"), head.rfind(":") if "://" not in head else -1)
+            head = head[:cut] if cut > 0 else head
+        elif part not in (".", ""):
+            head = f"{head}/{part}"
+    return head
+
+
+def has_commit(git_dir: Path, sha: str) -> bool:
+    return _plumbing(git_dir, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+
+def fetch_commit(git_dir: Path, sha: str, timeout_s: float, allow_http: bool) -> None:
+    """Ask the remote for one commit by name (a pin no branch holds any more); quiet when it
+    cannot: the caller says what is missing."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": allowed_protocols(allow_http)}
+    try:
+        subprocess.run(
+            ["git", "--git-dir", str(git_dir), "fetch", "--quiet", "origin", sha],
+            capture_output=True, text=True, timeout=timeout_s, env=env,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def add_worktree(git_dir: Path, sha: str, path: Path) -> None:
+    """A detached worktree of `sha` at `path` (an empty directory or none) from the bare
+    repository `git_dir`; stale worktrees of checkouts cleaned away are pruned first."""
+    _plumbing(git_dir, "worktree", "prune")
+    _plumbing(git_dir, "worktree", "add", "--detach", "--force", str(path), sha)
+
+
+def origin_of(repo_path: Path) -> str:
+    """What a relative submodule URL is relative to: the repository's origin URL, else its path."""
+    proc = subprocess.run(["git", "-C", str(repo_path), "config", "remote.origin.url"], capture_output=True, text=True)
+    return proc.stdout.strip() or str(repo_path)

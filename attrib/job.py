@@ -16,13 +16,14 @@ from attrib.core.model import CommitInfo, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import CheckoutBuilder
+from attrib.evaluate.checkouts import Checkouts
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.events import Events
 from attrib.fsutil import file_lock
-from attrib.gitrepo import GitRepo, Mirror
+from attrib.gitrepo import GitRepo, Mirror, UrlRule, origin_of
 from attrib.outcome import Outcome, Reverter
 from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
@@ -45,6 +46,7 @@ class Plan:
     run_id: str | None = None  # slurm: names its jobs (a daemon job: d<id>, found again on restart)
     # slurm: the daemon's stop check (cancel, stopping, lease lost), polled while jobs wait
     stop_check: Callable[[], str | None] | None = None
+    submodule_urls: UrlRule = UrlRule()  # which submodule URLs its checkouts may fetch
 
 
 def plan(
@@ -151,7 +153,8 @@ def opened(p: Plan) -> Iterator[Tools]:
     try:
         with file_lock(p.workdir.mirror_lock):
             mirror = Mirror(p.workdir.mirror, p.repo)
-        builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build)
+        checkouts = Checkouts(p.workdir, mirror, origin_of(p.repo.path), p.submodule_urls)
+        builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build, checkouts)
         yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
     finally:
         executor.close()

@@ -34,6 +34,16 @@ class WorkDir:
         """The bare shared clone every checkout is made from (and revert commits are made in)."""
         return self.root / "mirror.git"
 
+    def submodule_mirror(self, url: str) -> Path:
+        """The bare mirror of one submodule's repository, shared by every checkout and job that
+        pins a commit of it: named by the URL (its last part for the eye, a hash for identity)."""
+        digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in url.rstrip("/").rsplit("/", 1)[-1])[:40]
+        return self.root / "submodules" / f"{name.removesuffix('.git')}-{digest}.git"
+
+    def submodule_lock(self, url: str) -> Path:
+        return self.lock("submodule-" + hashlib.sha256(url.encode()).hexdigest()[:16])
+
     def checkout(self, key: str) -> Path:
         return self.root / "checkouts" / key
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_nothing_rebuilt, run_cli, spec
+from conftest import OneCulpritTree, assert_nothing_rebuilt, run_cli, spec
 
 from attrib.demo import DEMO_RECIPE
 
@@ -218,3 +218,21 @@ def test_close_removes_a_container_whose_handle_never_came_back(engine, tmp_path
     with pytest.raises(ExecutorClosed):
         ex.run(checkout, ["true"], 30)
     assert _leftovers(engine, tmp_path) == []
+
+
+def test_docker_builds_a_tree_with_submodules_at_their_pins(engine, tmp_path):
+    """The container sees the checkout with its submodule checked out at each commit's pin: the
+    roll of the pinned compiler is named, and both ends built inside the container."""
+    from dependency_tree import recipe_text
+    from test_submodules import roll_tree
+
+    _, k = roll_tree(tmp_path, n_super=8, roll=5)
+    recipe = tmp_path / "docker.toml"
+    recipe.write_text(recipe_text().replace("[build]\n", f'[build]\nimage = "{IMAGE}"\n'))
+    tree = OneCulpritTree(k.path, k.commits[0], k.commits[-1], k.commits[5])
+    proc, result = _bisect(tree, tmp_path, recipe, tmp_path / "work")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert result["executor"]["name"] == "docker"
+    assert [c["commit"] for c in result["culprits"]][:1] == [tree.culprit]
+    assert not result["build_failures"]
+    assert _leftovers(engine, tmp_path / "work") == []

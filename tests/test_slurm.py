@@ -303,3 +303,23 @@ def test_a_work_dir_the_nodes_cannot_see_is_refused_at_plan_time(tmp_path: Path)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "a Slurm node cannot read it" in lines[0] and "shared_dir" in lines[0], proc.stderr
     _wait("the check job to end", lambda: attrib_jobs() == [], deadline_s=120)  # srun ran it to its end
+
+
+def test_slurm_builds_a_tree_with_submodules_at_their_pins(tmp_path: Path):
+    """Build jobs on the nodes read each checkout's submodule at its commit's pin (the checkout
+    and the submodule mirrors are in the shared work dir): the compiler roll is named."""
+    from dependency_tree import recipe_text
+    from test_submodules import roll_tree
+
+    _, k = roll_tree(tmp_path, n_super=8, roll=5)
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(recipe_text(min_change_pct=3.0) + "\n[slurm]\nbuild_cpus = 4\n")
+    out = tmp_path / "result.json"
+    tree = type("Tree", (), {"path": k.path, "good": k.commits[0], "bad": k.commits[-1]})
+    proc = subprocess.run(_bisect_argv(tree, recipe, tmp_path / "work", out), capture_output=True, text=True, timeout=DEADLINE_S)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["executor"]["name"] == "slurm" and result["executor"]["build_jobs"]
+    assert [c["commit"] for c in result["culprits"]][:1] == [k.commits[5]]
+    assert not result["build_failures"]
+    assert attrib_jobs() == []

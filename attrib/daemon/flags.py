@@ -26,7 +26,7 @@ from typing import Any
 from attrib.daemon.store import NewJob
 from attrib.errors import FlagError, InputError, RepoError, TargetError
 from attrib.fsutil import file_lock
-from attrib.gitrepo import GitRepo, is_git_url, mirror_url, validate_revision_text
+from attrib.gitrepo import GitRepo, UrlRule, is_git_url, mirror_url, validate_revision_text
 from attrib.recipe import load_recipe
 from attrib.tracker import parse_target
 
@@ -181,6 +181,12 @@ def _check_file_issue(spec: str) -> None:
 def mirror_path(text: str, state: Path) -> Path:
     """Where the daemon keeps its mirror of the git URL `text` (the series page reads it unfetched)."""
     return state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+
+
+def submodule_rule(repo: str, allow_http: bool) -> UrlRule:
+    """The submodule URLs a flagged repository's checkouts may fetch: its own URL rules, and a
+    local path only when the flag named a local repository (which the daemon already reads)."""
+    return UrlRule(allow_http=allow_http, allow_local=not is_git_url(repo) or repo.startswith("file://"))
 
 
 def _local_repo(text: str, ctx: FlagContext) -> Path:

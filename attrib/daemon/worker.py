@@ -24,6 +24,7 @@ from pathlib import Path
 from attrib.core.model import JobState, Phase, Step
 from attrib.core.stats import TestConfig
 from attrib.daemon.config import Settings
+from attrib.daemon.flags import submodule_rule
 from attrib.daemon.recording import JobRecorder
 from attrib.daemon.store import Job, Store
 from attrib.errors import AttribError, JobStopped, StateError
@@ -161,7 +162,7 @@ class Worker(threading.Thread):
         )  # fmt: skip
         # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),
         # and a cancel or a stop reaches the jobs it waits on, not only the next runner call.
-        p = replace(p, stop_check=recorder.should_stop)
+        p = replace(p, stop_check=recorder.should_stop, submodule_urls=submodule_rule(job.repo, self.settings.allow_http_repos))
         # probes=1: see the module docstring; verify=confirm: the CLI's default.
         return run_bisect(p, TestConfig(), job.seed, recorder, probes=1, wrap_runner=recorder.wrap)
 

@@ -1,6 +1,6 @@
-"""Builds, cached by (commit tree, recipe [build] section, executor identity).
+"""Builds, cached by (commit tree and pins, recipe [build] section, executor identity).
 
-A build is a checkout plus the recipe's build commands run in it; with `[build] artifacts` its
+A build is a checkout (evaluate/checkouts.py: the worktree and its submodules) plus the recipe's build commands run in it; with `[build] artifacts` its
 record also carries the content digest of what the benchmark runs (evaluate/artifacts.py). Its record is written only
 after the build has finished, atomically, so an interrupted build is simply redone. A failed
 build is cached too: bisecting the same range again neither rebuilds nor retries it.
@@ -12,12 +12,14 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import cast
 
 from attrib.core.model import BuildRecord, CommitInfo
 from attrib.evaluate.artifacts import hash_artifacts
+from attrib.evaluate.checkouts import NO_OVERRIDES, Checkouts, Overrides
 from attrib.evaluate.executors import Executor
 from attrib.fsutil import atomic_write_text, file_lock
-from attrib.gitrepo import Mirror
+from attrib.gitrepo import Mirror, origin_of
 from attrib.recipe import BuildSpec
 from attrib.workdir import WorkDir
 
@@ -34,25 +36,30 @@ def log_tail(record: BuildRecord, lines: int = LOG_TAIL_LINES) -> str:
 
 
 class CheckoutBuilder:
-    def __init__(self, workdir: WorkDir, mirror: Mirror, executor: Executor, spec: BuildSpec) -> None:
+    def __init__(
+        self, workdir: WorkDir, mirror: Mirror, executor: Executor, spec: BuildSpec, checkouts: Checkouts | None = None
+    ) -> None:
         self.workdir = workdir
         self.mirror = mirror
         self.executor = executor
         self.spec = spec
+        self.checkouts = checkouts or Checkouts(workdir, mirror, origin=origin_of(mirror.source.path))
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
-    def key(self, commit: CommitInfo) -> str:
-        blob = "\n".join([commit.tree, self.spec.cache_identity(), self.executor.identity()])
+    def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
+        pins = self.checkouts.key_lines(commit.sha, overrides)
+        blob = "\n".join([commit.tree, *pins, self.spec.cache_identity(), self.executor.identity()])
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
-    def build(self, commit: CommitInfo) -> BuildRecord:
-        key = self.key(commit)
+    def build(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> BuildRecord:
+        """`overrides`: dependencies at other commits than the pins (evaluate/checkouts.py)."""
+        key = self.key(commit, overrides)
         record_path = self.workdir.build_record(key)
         with file_lock(self.workdir.lock(key)):
             cached = self._load(record_path)
             if cached is not None:
                 return cached
-            record = self._build(commit, key)
+            record = self._build(commit, key, overrides)
             atomic_write_text(record_path, json.dumps(asdict(record), indent=2))
             self.fresh_builds += 1
             return record
@@ -68,15 +75,19 @@ class CheckoutBuilder:
             return None  # the checkout was cleaned away: build again
         return record
 
-    def _build(self, commit: CommitInfo, key: str) -> BuildRecord:
+    def _build(self, commit: CommitInfo, key: str, overrides: Overrides) -> BuildRecord:
         checkout = self.workdir.checkout(key)
         log_path = self.workdir.build_log(key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.mirror.checkout(commit.sha, checkout)
-        total, reason = 0.0, ""
+        reason = self.checkouts.make(commit.sha, checkout, overrides)
+        total = 0.0
         with open(log_path, "w", encoding="utf-8") as log:
             log.write(f"# attrib build of {commit.sha} (tree {commit.tree}) with {self.executor.identity()}\n")
-            for command in self.spec.commands:
+            for path, sha in sorted(overrides.items()):
+                log.write(f"# with {path} at {sha}\n")
+            if reason:
+                log.write(f"\n# checkout failed: {reason}\n")
+            for command in self.spec.commands if not reason else ():
                 log.write(f"$ {command}\n")
                 log.flush()
                 res = self.executor.shell(checkout, command, self.spec.env, self.spec.timeout_s)
@@ -90,7 +101,7 @@ class CheckoutBuilder:
                 if reason:
                     log.write(f"\n# build failed: {reason}\n")
                     break
-        artifact, files = "", ()
+        artifact, files = "", cast(tuple[tuple[str, str], ...], ())
         if not reason and self.spec.artifacts:
             hashed = hash_artifacts(checkout, self.spec.artifacts)
             if isinstance(hashed, str):
