@@ -13,8 +13,9 @@ Ingestion and detection are one unit (issue 20): the rows are stored with every 
 touch marked pending, in one transaction; then every pending series of the project is detected
 on its own. A series whose detection fails is named in the answer (`unanalysed`), stays
 pending and is detected again with the next upload; it never stops another series' detection.
-The daily limit is counted and claimed in one transaction (HistoryStore.claim_bisection), and
-only the change points still waiting for a decision are read: the cost of an upload follows
+The daily limit is counted and claimed, the job queued and linked to its change point, in one
+transaction (HistoryStore.claim_bisection; issue 33), and only the change points still waiting
+for a decision are read: the cost of an upload follows
 what it touched, not how many series the project holds.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
-from attrib.history.store import Change, Claim, FlagState, HistoryStore, Series
+from attrib.history.store import Change, Claim, Flagged, FlagState, HistoryStore, Series
 from attrib.result.types import DetectedChange
 
 ENVELOPE = ("project", "files", "format", "commit", "config", "time")
@@ -99,6 +101,8 @@ class Nightly:
         self.settings = settings
         self.history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
         self.ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
+        if released := self.history.release_unqueued_claims():  # left by a daemon before issue 33
+            log.warning("%d change point(s) were claimed for a bisection whose job was never recorded: retried with the next upload", released)
 
     def project(self, name: str) -> ProjectConfig:
         found = self.settings.history.projects.get(name)
@@ -150,18 +154,12 @@ class Nightly:
             d = decide(project, s.benchmark, regression, span, covered, queued)
             claim = None
             if d.state is FlagState.QUEUED:
-                # The count above may be stale by now (another upload): counted again and
-                # claimed in one transaction, so the limit holds under concurrency.
-                claim = self.history.claim_bisection(c.id, project.name, now - DAY_S, project.max_bisections_per_day, now)
+                claim, d = self._queue(project, s, c, d, now)
                 if claim is Claim.TAKEN:
                     continue
                 if claim is Claim.LIMIT:
                     d = decide(project, s.benchmark, regression, span, covered, project.max_bisections_per_day)
-                else:
-                    d = self._queue(project, s, c, d)
-            if claim is Claim.CLAIMED:
-                self.history.set_flag(c.id, d.state, d.job_id, d.note, now)  # ours since the claim
-            elif not self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
+            if claim is not Claim.CLAIMED and not self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
                 continue  # another upload decided it meanwhile (and reports it)
             out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
         return out
@@ -178,7 +176,12 @@ class Nightly:
                 out.append(Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag"))
         return out
 
-    def _queue(self, project: ProjectConfig, s: Series, c: Change, d: Decision) -> Decision:
+    def _queue(self, project: ProjectConfig, s: Series, c: Change, d: Decision, now: float) -> tuple[Claim | None, Decision]:
+        """Validate the flag, then claim the day's slot, queue the job and link it to the change
+        point in one transaction (HistoryStore.claim_bisection). The validation asks git (slow)
+        and comes first: a daemon killed there has claimed nothing, and the point stays waiting.
+        The count `decide` saw may be stale by now (another upload): the claim counts again, so
+        the limit holds under concurrency. (None, decision) when nothing could be claimed."""
         assert d.rule is not None
         flag: dict[str, Any] = {
             "repo": project.repo, "good": c.before, "bad": c.after, "recipe": d.rule.recipe,
@@ -190,14 +193,24 @@ class Nightly:
             flag["file_issue"] = project.file_issue
         try:
             job = prepare(flag, self.ctx)
-            acc = self.store.submit(job, ROUTE, json.dumps({"history": {"project": project.name, "series": s.id, "change": c.id}, "flag": flag}))
         except FlagError as exc:
-            return Decision(FlagState.REFUSED, d.rule, note=f"the flag does not validate: {exc}")
+            return None, Decision(FlagState.REFUSED, d.rule, note=f"the flag does not validate: {exc}")
+        body = json.dumps({"history": {"project": project.name, "series": s.id, "change": c.id}, "flag": flag})
+        queued: list[Decision] = []
+
+        def queue(conn: sqlite3.Connection) -> Flagged:
+            acc = self.store.submit_within(conn, job, ROUTE, body)
+            if acc.duplicate_of:
+                queued.append(Decision(FlagState.DUPLICATE, d.rule, acc.duplicate_of, f"merged into the active job {acc.duplicate_of}"))
+            else:
+                queued.append(Decision(FlagState.QUEUED, d.rule, acc.job_id))
+            return Flagged(queued[-1].state, queued[-1].job_id, queued[-1].note)
+
+        try:
+            claim = self.history.claim_bisection(c.id, project.name, now - DAY_S, project.max_bisections_per_day, queue, now)
         except QueueFull as exc:
-            return Decision(FlagState.RATE_LIMITED, d.rule, note=f"{exc}; retried with the next results")
-        if acc.duplicate_of:
-            return Decision(FlagState.DUPLICATE, d.rule, acc.duplicate_of, f"merged into the active job {acc.duplicate_of}")
-        return Decision(FlagState.QUEUED, d.rule, acc.job_id)
+            return None, Decision(FlagState.RATE_LIMITED, d.rule, note=f"{exc}; retried with the next results")
+        return claim, (queued[-1] if claim is Claim.CLAIMED else d)
 
 
 def base_url(settings: Settings) -> str:

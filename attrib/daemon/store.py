@@ -102,30 +102,38 @@ class Store(SqliteStore):
         them was answered before, that answer is returned and nothing is stored; otherwise they
         are stored with the flag, in the same transaction, until `replay_expires` (None: as
         long as the flag)."""
+        with self._errors("accept a flag"), self._write() as c:
+            return self.submit_within(c, job, route, body, replay_keys, replay_expires)
+
+    def submit_within(
+        self, c: sqlite3.Connection, job: NewJob, route: str, body: str,
+        replay_keys: Sequence[str] = (), replay_expires: float | None = None,
+    ) -> Accepted:  # fmt: skip
+        """submit() inside a write transaction the caller holds on this database: the nightly
+        history claims a change point and queues its job in one transaction (issue 33)."""
         now = time.time()
         flag_id = uuid.uuid4().hex[:16]
-        with self._errors("accept a flag"), self._write() as c:
-            c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
-            earlier = self._answered(c, replay_keys, now)
-            if earlier is not None:
-                return earlier
-            row = c.execute(f"SELECT id FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
-            if row is not None:
-                job_id, dup = row["id"], row["id"]
-            else:
-                queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (JobState.QUEUED,)).fetchone()[0]
-                if queued >= self.max_queue:
-                    raise QueueFull(f"the queue is full ({queued} queued jobs); try again later")
-                job_id, dup = uuid.uuid4().hex[:16], None
-                cols = (*(f.name for f in fields(NewJob)), "id", "created", "updated", "state", "dedup_key")
-                c.execute(
-                    JOBS.insert(cols),
-                    (*(getattr(job, f.name) for f in fields(NewJob)), job_id, now, now, JobState.QUEUED, job.dedup_key),
-                )
-                self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
-            c.execute(FLAGS.insert(), FLAGS.values(FlagRow(flag_id, job_id, now, route, dup is not None, body)))
-            for key in replay_keys:
-                c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(key, flag_id, replay_expires)))
+        c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
+        earlier = self._answered(c, replay_keys, now)
+        if earlier is not None:
+            return earlier
+        row = c.execute(f"SELECT id FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
+        if row is not None:
+            job_id, dup = row["id"], row["id"]
+        else:
+            queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (JobState.QUEUED,)).fetchone()[0]
+            if queued >= self.max_queue:
+                raise QueueFull(f"the queue is full ({queued} queued jobs); try again later")
+            job_id, dup = uuid.uuid4().hex[:16], None
+            cols = (*(f.name for f in fields(NewJob)), "id", "created", "updated", "state", "dedup_key")
+            c.execute(
+                JOBS.insert(cols),
+                (*(getattr(job, f.name) for f in fields(NewJob)), job_id, now, now, JobState.QUEUED, job.dedup_key),
+            )
+            self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
+        c.execute(FLAGS.insert(), FLAGS.values(FlagRow(flag_id, job_id, now, route, dup is not None, body)))
+        for key in replay_keys:
+            c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(key, flag_id, replay_expires)))
         return Accepted(job_id, flag_id, dup)
 
     def answered(self, keys: Sequence[str]) -> Accepted | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -415,11 +415,16 @@ class HistoryStore(SqliteStore):
             )
             return cur.rowcount == 1
 
-    def claim_bisection(self, change_id: int, project: str, since: float, limit: int, now: float | None = None) -> Claim:
-        """Count the project's bisections queued since `since` and, below `limit`, mark the
-        change point queued: in one transaction, so concurrent uploads cannot all pass the
-        count before any of them queued (issue 20). The caller then submits the job and
-        records its id (set_flag), or another state, which gives the place back."""
+    def claim_bisection(
+        self, change_id: int, project: str, since: float, limit: int, queue: QueueJob, now: float | None = None
+    ) -> Claim:
+        """Count the project's bisections queued since `since` and, below `limit`, queue the
+        change point's job with `queue` and record on the change point what became of it: in
+        one transaction, so concurrent uploads cannot all pass the count before any of them
+        queued (issue 20), and a daemon killed anywhere in between leaves the claim, the job
+        and their link all written or none of them (issue 33: a claim without its job kept its
+        point `queued` and its slot of the day forever). `queue` runs on this transaction's
+        connection: the jobs table lives in the same database. What it raises rolls all back."""
         now = time.time() if now is None else now
         waiting = [f.value for f in FlagState if f.retried]
         with self._errors("claim a bisection"), self._write() as c:
@@ -428,11 +433,23 @@ class HistoryStore(SqliteStore):
                 return Claim.TAKEN
             if self._queued_since(c, project, since) >= limit:
                 return Claim.LIMIT
+            got = queue(c)
             c.execute(
-                "UPDATE history_changes SET flag = ?, job_id = NULL, note = '', flagged_at = ? WHERE id = ?",
-                (FlagState.QUEUED.value, now, change_id),
+                "UPDATE history_changes SET flag = ?, job_id = ?, note = ?, flagged_at = ? WHERE id = ?",
+                (got.flag.value, got.job_id, got.note, now, change_id),
             )
         return Claim.CLAIMED
+
+    def release_unqueued_claims(self, now: float | None = None) -> int:
+        """Change points marked `queued` without a job: what a daemon before issue 33 left when it
+        was killed between claiming a bisection and recording its job. They go back to waiting
+        (retried with the next upload, their slot of the day freed); the count is returned."""
+        with self._errors("release claims without a job"), self._write() as c:
+            cur = c.execute(
+                "UPDATE history_changes SET flag = ?, note = ?, flagged_at = ? WHERE flag = ? AND job_id IS NULL",
+                (FlagState.DETECTED.value, CLAIM_WITHOUT_JOB, time.time() if now is None else now, FlagState.QUEUED.value),
+            )
+        return cur.rowcount
 
     @staticmethod
     def _queued_since(c: sqlite3.Connection, project: str, since: float) -> int:
@@ -450,8 +467,23 @@ class HistoryStore(SqliteStore):
             return self._queued_since(self._conn(), project, since)
 
 
+CLAIM_WITHOUT_JOB = "claimed for a bisection whose job was never recorded (the daemon stopped in between); retried"
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """What the caller of claim_bisection made of a claimed change point: its flag, job, note."""
+
+    flag: FlagState
+    job_id: str | None
+    note: str = ""
+
+
+QueueJob = Callable[[sqlite3.Connection], Flagged]
+
+
 class Claim(StrEnum):
-    CLAIMED = "claimed"  # marked queued: submit the job
+    CLAIMED = "claimed"  # the job queued and linked, in the claim's transaction
     LIMIT = "limit"  # the project's bisections of the day are used up
     TAKEN = "taken"  # another upload decided this change point meanwhile
 
