@@ -38,7 +38,7 @@ from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, Reverter, S
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
-from attrib.segment.preflight import preflight
+from attrib.segment.preflight import Preflight, preflight
 from attrib.segment.remaining import RemainingChange
 from attrib.segment.revert_check import revert_check
 from attrib.segment.scope import Evidence, Scope, SegmentSearch
@@ -104,15 +104,23 @@ class Bisection:
         return self.scope.compare_one(candidate, reference, purpose, config)
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> Outcome:
+        return self.finish(good, bad, self.start(good, bad), verify_revert)
+
+    def start(self, good: str, bad: str) -> Preflight:
+        """The preflight (step 1); a group bisection runs it for every member before any search."""
         chain = self.repo.first_parent_chain(good, bad)
         self.order = [good, *chain]
         pre = preflight(self.scope, good, bad, chain, self.method is SearchMethod.POSTERIOR)
         if pre.unresolved is not None:
             self.unresolved.append(pre.unresolved)
+        return pre
+
+    def finish(self, good: str, bad: str, pre: Preflight, verify_revert: bool = False) -> Outcome:
+        """Steps 2-5 after the preflight `pre`, and the outcome."""
         if pre.status is not None:
             return self._outcome(pre.status, good, bad, [], pre.comparison)
         self.remaining.total = pre.comparison
-        culprits = self.find_culprits(chain, good, pre.comparison)
+        culprits = self.find_culprits(self.order[1:], good, pre.comparison)
         if verify_revert:
             culprits = [replace(c, revert=revert_check(self.scope, self.reverter, c.commit, bad)) for c in culprits]
         for c in culprits:

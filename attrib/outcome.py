@@ -115,3 +115,26 @@ class Outcome:
     times: PhaseTimes = field(default_factory=PhaseTimes)
     out_of_time: bool = False  # the budget ended the search
     blocks: BlockChoice | None = None  # the samples per run the search chose (adaptive blocks)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One benchmark of a group, with its configuration where it has one."""
+
+    benchmark: str
+    config: tuple[tuple[str, str], ...] = ()  # sorted (key, value) pairs; () when it has none
+
+    @property
+    def label(self) -> str:
+        return self.benchmark if not self.config else self.benchmark + "[" + ",".join(f"{k}={v}" for k, v in self.config) + "]"
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """A bisection of several members over one range: each member's own Outcome, as a bisection of
+    it alone would report it (its own status, culprits with their confirmations, preflight,
+    verdicts, commits), measured on shared builds and rounds."""
+
+    good: str
+    bad: str
+    members: tuple[tuple[Member, Outcome], ...]  # in the order asked

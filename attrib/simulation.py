@@ -257,3 +257,98 @@ def run_simulated(
         outcome=out,
         posteriors=tuple(c.posterior for c in out.culprits),
     )
+
+
+@dataclass
+class SimGroup:
+    """A group of benchmarks over one simulated history: one main line, each member's own
+    levels (its own steps), and one process that measures them all."""
+
+    members: dict[str, SimHistory]  # benchmark name -> its history (the same commits)
+
+    @property
+    def first(self) -> SimHistory:
+        return next(iter(self.members.values()))
+
+
+def group_history(n: int, steps: dict[str, dict[int, float]], broken: set[int] | frozenset[int] = frozenset()) -> SimGroup:
+    """n commits after the good one; `steps` maps each member to its steps (position -> percent),
+    {} for a member the range leaves flat."""
+    return SimGroup({name: linear_history(n, s, broken) for name, s in steps.items()})
+
+
+class SimGroupRunner:
+    """One simulated process measures every member of a group: each run gives each member a
+    block of `reps` samples around its own level, drawn with the machine's state of that run
+    (drift, spells) shared by all of them. Counts the samples it printed per member and runs."""
+
+    def __init__(self, group: SimGroup, noise: NoiseModel, seed: int, reps: int = 10) -> None:
+        self.group = group
+        self.noise = noise
+        self.reps = reps
+        self.rng = np.random.default_rng(seed)
+        self.clock = 0
+        self.samples: dict[str, int] = dict.fromkeys(group.members, 0)
+
+    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+        self.clock += 1
+        if self.noise.fail_rate and self.rng.random() < self.noise.fail_rate:
+            return {name: RunResult((), "exit 139: segmentation fault (simulated)", 0.0) for name in self.group.members}
+        out: dict[str, RunResult] = {}
+        for name, history in self.group.members.items():
+            values = self.noise.samples(self.rng, history.levels[checkout.name], self.reps, self.clock)
+            self.samples[name] += values.size
+            out[name] = RunResult(tuple(float(v) for v in values), "", 0.0)
+        return out
+
+
+@dataclass(frozen=True)
+class SimGroupOutcome:
+    """What the scenario benchmark scores of a group bisection: per member its named culprits
+    and samples, and what the group cost."""
+
+    members: dict[str, SimOutcome]
+    builds: int
+    runs: int  # processes run (each measures every member)
+    outcome: object  # the GroupOutcome
+
+
+def run_simulated_group(
+    group: SimGroup,
+    noise: NoiseModel,
+    seed: int,
+    config: TestConfig | None = None,
+    min_change_pct: float = 2.0,
+    reps: int = 10,
+) -> SimGroupOutcome:
+    """attrib's real group bisection (shared builds and runs, the group search) on a simulated group."""
+    from attrib.evaluate.shared import SharedRuns
+    from attrib.group_bisection import GroupBisection, shared_members
+    from attrib.outcome import Member
+    from attrib.recipe import BenchmarkSpec, RunnerKind
+
+    benches = {
+        Member(name): BenchmarkSpec(name=name, runner=RunnerKind.COMMAND, command=("sim",), reps=reps, min_change_pct=min_change_pct)
+        for name in group.members
+    }
+    builder = SimBuilder(group.first)
+    runner = SimGroupRunner(group, noise, seed, reps=reps)
+    runs = SharedRuns(runner)
+    driver = GroupBisection(
+        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=runs.next_phase
+    )
+    out = driver.run(group.first.good, group.first.bad)
+    members = {
+        m.benchmark: SimOutcome(
+            status=o.status.value,
+            culprits=tuple(c.commit for c in o.culprits),
+            ambiguous=tuple(c.ambiguous_with for c in o.culprits),
+            builds=builder.fresh_builds,
+            samples=sum(len(r.samples) for r in o.commits.values()),  # what this member's tests drew
+            runs=runner.clock,
+            outcome=o,
+            posteriors=tuple(c.posterior for c in o.culprits),
+        )
+        for m, o in out.members
+    }
+    return SimGroupOutcome(members, builder.fresh_builds, runner.clock, out)

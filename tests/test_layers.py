@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
          "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http"),
     ),  # fmt: skip
     ("evaluate", ("attrib.evaluate",)),
-    ("search", ("attrib.bisection", "attrib.outcome", "attrib.segment", "attrib.simulation")),
+    ("search", ("attrib.bisection", "attrib.group_bisection", "attrib.outcome", "attrib.segment", "attrib.simulation")),
     ("result", ("attrib.result",)),
     ("report", ("attrib.report",)),
     ("sinks and progress", ("attrib.tracker", "attrib.progress")),

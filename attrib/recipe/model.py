@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from attrib.core.model import BlockStatistic, Direction, SearchMethod
@@ -139,6 +141,11 @@ class BenchmarkSpec:
     cupy: CupySpec | None = None
     gbench: GbenchSpec | None = None
     nvbench: NvbenchSpec | None = None
+    # runner "command" only: its command prints `name value` lines, one benchmark per name; each
+    # is a member `--benchmark` selects (by name or glob), and one run measures them all. A member's
+    # own spec has its one name here and the benchmark's name in `process`.
+    names: tuple[str, ...] = ()
+    process: str = ""
 
     @property
     def ignore_pct(self) -> float:
@@ -161,6 +168,30 @@ class Recipe:
     search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
     budget_s: float | None = None  # the recipe's default --budget
     search_method: SearchMethod = SearchMethod.POSTERIOR  # [search] method
+
+    def select(self, patterns: Sequence[str]) -> tuple[BenchmarkSpec, ...]:
+        """The benchmarks `--benchmark` names, each a name or a glob (`'gemm_*'`, `'*'` for every
+        one), in the order asked: a benchmark whose command prints `name value` lines stands for
+        its members (its own name selects all of them). None given: `benchmark(None)`'s one. A
+        pattern that matches nothing is one ConfigError naming the known benchmarks."""
+        if not patterns:
+            return self._members(self.benchmark(None))
+        known = {m.name: m for b in self.benchmarks for m in self._members(b)}
+        chosen: dict[str, BenchmarkSpec] = {}
+        for pattern in patterns:
+            parents = [m for b in self.benchmarks if fnmatchcase(b.name, pattern) for m in self._members(b)]
+            hits = parents + [m for name, m in known.items() if fnmatchcase(name, pattern)]
+            if not hits:
+                names = ", ".join(known)
+                raise ConfigError(self.path, "benchmark", f"no benchmark matches '{pattern}' (have: {names})")
+            chosen.update((m.name, m) for m in hits)
+        return tuple(chosen.values())
+
+    @staticmethod
+    def _members(bench: BenchmarkSpec) -> tuple[BenchmarkSpec, ...]:
+        if not bench.names:
+            return (bench,)
+        return tuple(replace(bench, name=name, names=(name,), process=bench.name) for name in bench.names)
 
     def benchmark(self, name: str | None) -> BenchmarkSpec:
         if name is None:

@@ -117,6 +117,7 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "cupy": (_table("a table [benchmark.cupy]"), False),
     "gbench": (_table("a table [benchmark.gbench]"), False),
     "nvbench": (_table("a table [benchmark.nvbench]"), False),
+    "names": (_STR_LIST, False),  # runner "command": it prints `name value` lines, these names
 }
 _REL_PATH: Check = _rule(str, relative_path, "a path relative to the checkout (no '..')")
 _ARCH: Check = _rule(
@@ -277,6 +278,12 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         if bench_t["name"] in seen:
             raise ConfigError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
         seen.add(bench_t["name"])
+        if "names" in bench_t and runner != RunnerKind.COMMAND:
+            raise ConfigError(path, prefix + "names", 'only for runner = "command" (it prints `name value` lines)')
+        for name in bench_t.get("names", ()):
+            if name in seen or any(c.isspace() for c in name):
+                raise ConfigError(path, prefix + "names", f"'{name}': expected unique benchmark names without spaces")
+            seen.add(name)
         benches.append(
             BenchmarkSpec(
                 name=bench_t["name"],
@@ -293,6 +300,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 cupy=cupy,
                 gbench=gbench,
                 nvbench=nvbench,
+                names=tuple(bench_t.get("names", ())),
             )
         )
     return Recipe(

@@ -64,16 +64,38 @@ def process_failure(res: ProcessResult, timeout_s: float) -> str:
     return ""
 
 
+def split_named(stdout: str, names: tuple[str, ...]) -> dict[str, str]:
+    """A `name value` command's output as one plain output per name: each line whose first
+    word is one of `names` gives its rest to that name; other lines are ignored."""
+    lines: dict[str, list[str]] = {name: [] for name in names}
+    for line in stdout.splitlines():
+        head, _, rest = line.strip().partition(" ")
+        if head in lines:
+            lines[head].append(rest)
+    return {name: "\n".join(rows) for name, rows in lines.items()}
+
+
 class CommandRunner:
     def __init__(self, executor: Executor, spec: BenchmarkSpec) -> None:
         self.executor = executor
         self.spec = spec
 
     def run(self, checkout: Path) -> RunResult:
+        if self.spec.names:  # a member of a `name value` command measured alone: its own lines
+            return self.run_all(checkout)[self.spec.names[0]]
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
+        return self._result(res, res.stdout)
+
+    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+        """One run of a command that prints `name value` lines (`names` in the recipe): a result
+        per name, each read as a plain command's output (evaluate/shared.py's MultiRunner)."""
+        res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
+        return {name: self._result(res, out) for name, out in split_named(res.stdout, self.spec.names).items()}
+
+    def _result(self, res: ProcessResult, stdout: str) -> RunResult:
         if failure := process_failure(res, self.spec.timeout_s):
             return RunResult((), failure, res.duration_s, node=res.node)
-        samples, excluded, error = parse_samples(res.stdout)
+        samples, excluded, error = parse_samples(stdout)
         if error:
             return RunResult((), error, res.duration_s, tuple(excluded), res.node)
         # A command's samples in a time unit are the times of its own repetitions.

@@ -1,0 +1,235 @@
+"""The search over a group of benchmarks that one range moved: pure.
+
+Every member keeps its own posterior over where its change lies (core/posterior.py, from its
+own blocks alone), and two things join them:
+
+* A shared-culprit prior. Members share culprits far more often than not (a compiler, a
+  header, a launch heuristic moves many kernels at once), so member m's prior over the
+  position is a mixture: with weight 1 - `share` uniform, as a bisection of m alone has it,
+  and with weight `share` the mean of the other members' posteriors (each from its own data
+  under the uniform prior: leave-one-out, so no member's data counts twice and no feedback
+  loop pulls the group onto one place). A weak member borrows strength from strong ones;
+  the uniform part is never below (1 - share) / n, so a member whose own blocks put its step
+  elsewhere overrules the group: the likelihood ratio its blocks reach grows without bound,
+  the prior's odds are at most 1 + share * n / (1 - share).
+* One choice of what to measure. A build (or one more block of a built commit) is valued by
+  the expected information it gives summed over the members still undecided, per unit of
+  cost (a shared run measures every member at once: one process, one block each). Members
+  whose posterior holds one position are confirmed together: one paired confirmation of
+  culprit^ against culprit serves every member that points there, each with its own test.
+
+Nothing here builds, runs or prints: blocks and posteriors in, requests out. The loop that
+asks the evaluation stage is segment/group_search.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TypeVar
+
+import numpy as np
+
+from attrib.core.posterior import (
+    DEFAULT_BUILD_COST,
+    DEFAULT_LOCATE_AT,
+    MIN_LOCATE_DOF,
+    Posterior,
+    build_price,
+    commit_level,
+    mixture_bits,
+)
+
+M = TypeVar("M", bound=Hashable)
+
+GROUP_SHARE = 0.5  # weight of the others' posteriors in a member's prior (the rest: uniform)
+JOIN_AT = 0.5  # a member holding a located position at least this much joins its confirmation
+MEMBER_BITS = 0.02  # a round measures a member only where its block is worth at least this (bits):
+# a member whose posterior already knows the side of a commit draws nothing there
+
+
+class GroupAction(StrEnum):
+    """What the group search asks for next."""
+
+    MEASURE = "measure"  # one more block of a built commit, for every undecided member
+    BUILD = "build"  # build a commit and measure its first block, for every undecided member
+    CONFIRM = "confirm"  # culprit^ vs culprit, in shared paired rounds, for the members listed
+    ALONE = "alone"  # nothing the group can still tell: the members listed are searched alone
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    action: GroupAction
+    position: int = 0  # MEASURE/BUILD: where; CONFIRM: the culprit's position
+    last_good: int = 0  # CONFIRM: the position it is confirmed against
+    ambiguous: tuple[int, ...] = ()  # CONFIRM: unbuildable positions just before it
+    members: tuple[Hashable, ...] = ()  # whom it serves
+    value: float = 0.0  # MEASURE/BUILD: expected bits summed over members, per unit of cost
+    provisional: tuple[Hashable, ...] = ()  # CONFIRM: members it stands for only if their posterior
+    # holds the position with the confirmation's blocks (joined below `locate_at`, or the noise not yet known)
+
+
+def shared_prior(own: Mapping[M, Sequence[float]], share: float = GROUP_SHARE) -> dict[M, np.ndarray]:
+    """Each member's prior over positions 0..n (index 0 is 0): (1 - share) uniform plus
+    `share` times the mean of the other members' own posteriors. `own` is every member's
+    posterior under the uniform prior. With one member, or share 0, the prior is uniform:
+    the single search's."""
+    if not own:
+        return {}
+    size = len(next(iter(own.values())))
+    n = size - 1
+    uniform = np.zeros(size)
+    uniform[1:] = 1.0 / n
+    arrays = {m: _normalised(np.asarray(p, dtype=float)) for m, p in own.items()}
+    total = sum(arrays.values(), np.zeros(size))
+    out: dict[M, np.ndarray] = {}
+    for m, p in arrays.items():
+        if len(arrays) == 1 or share <= 0:
+            out[m] = uniform.copy()
+            continue
+        others = (total - p) / (len(arrays) - 1)
+        out[m] = (1 - share) * uniform + share * others
+    return out
+
+
+def with_prior(post: Posterior, prior: Sequence[float] | np.ndarray) -> Posterior:
+    """`post` (computed under the uniform prior) under another prior over its positions."""
+    probs = np.asarray(post.probs, dtype=float)
+    n = len(probs) - 1
+    weighted = probs * np.asarray(prior, dtype=float) * n  # the uniform prior's 1/n divided out
+    return replace(post, probs=tuple(float(x) for x in _normalised(weighted)))
+
+
+def _normalised(p: np.ndarray) -> np.ndarray:
+    p = np.where(np.isfinite(p) & (p > 0), p, 0.0)
+    p[0] = 0.0
+    s = p.sum()
+    if s <= 0:
+        p = np.ones_like(p)
+        p[0] = 0.0
+        s = p.sum()
+    return p / s
+
+
+def located(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[int, tuple[int, ...]] | None:
+    """A buildable position k, with the unbuildable positions just before it (which no data can
+    tell apart from it), holding at least `at`; else None."""
+    probs = post.probs
+    for k in range(1, len(probs)):
+        if k in unbuildable or probs[k] <= 0:
+            continue
+        lo = k
+        while lo - 1 >= 1 and lo - 1 in unbuildable:
+            lo -= 1
+        if sum(probs[lo : k + 1]) >= at:
+            return k, tuple(range(lo, k))
+    return None
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """What the chooser knows of one undecided member: its posterior under the shared prior,
+    its blocks per position (round-corrected, as the single search reads them)."""
+
+    post: Posterior
+    blocks: Mapping[int, Sequence[float]]
+
+
+def next_group_request(
+    n: int,
+    members: Mapping[M, MemberView],
+    *,
+    unbuildable: frozenset[int] = frozenset(),
+    built: frozenset[int] = frozenset(),
+    builds_left: int | None = None,
+    build_cost: float = DEFAULT_BUILD_COST,
+    locate_at: float = DEFAULT_LOCATE_AT,
+) -> GroupRequest:
+    """The next request of a group's search over positions 0..n.
+
+    CONFIRM as soon as any member's posterior holds one position at `locate_at`: every member
+    holding that position at JOIN_AT or more joins the confirmation (those below `locate_at`,
+    or located with fewer than MIN_LOCATE_DOF degrees of freedom, provisionally: the culprit
+    stands for them only if their posterior holds it with the confirmation's blocks). Else the
+    MEASURE or BUILD with the most bits summed over the members per unit of cost, for the
+    members its block is worth MEMBER_BITS to (the others know its side already); ALONE for
+    every member when nothing is worth anything (the driver searches them one by one, with
+    the single search's own rules), or when builds are spent."""
+    if not members:
+        return GroupRequest(GroupAction.ALONE)
+    best: tuple[float, int, tuple[int, tuple[int, ...]]] | None = None
+    for view in members.values():
+        hit = located(view.post, unbuildable, locate_at)
+        if hit is not None:
+            held = _held(view.post, hit)
+            if best is None or held > best[0]:
+                best = (held, 0, hit)
+    if best is not None:
+        k, amb = best[2]
+        last = (amb[0] - 1) if amb else k - 1
+        while last > 0 and last in unbuildable:
+            last -= 1
+        joined = [m for m, v in members.items() if _held(v.post, (k, amb)) >= JOIN_AT]
+        provisional = tuple(
+            m for m in joined
+            if _held(members[m].post, (k, amb)) < locate_at or members[m].post.dof < MIN_LOCATE_DOF
+        )  # fmt: skip
+        return GroupRequest(GroupAction.CONFIRM, k, last, amb, tuple(joined), provisional=provisional)
+    measured = built | frozenset(p for v in members.values() for p, b in v.blocks.items() if len(b))
+    open_ = [j for j in range(1, n) if j not in unbuildable]
+    no_builds = builds_left is not None and builds_left <= 0
+    if no_builds:
+        open_ = [j for j in open_ if j in measured]
+    if not open_:
+        return GroupRequest(GroupAction.ALONE, members=tuple(members))
+    bits = {m: _bits(view, open_) for m, view in members.items()}
+    value = sum(bits.values(), np.zeros(len(open_)))
+    counts = {p: 1 for p in measured}
+    posts = list(members.values())
+    price = build_cost * max(build_price(v.post, counts, builds_left) for v in posts)
+    near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
+    cost = np.array(
+        [1.0 if j in measured else price * (1.0 + 2.0 / d if d else 1.0) for j, d in zip(open_, near, strict=True)]
+    )
+    value = value / cost
+    i = int(np.argmax(value))
+    if value[i] <= 1e-9:
+        return GroupRequest(GroupAction.ALONE, members=tuple(members))
+    j = open_[i]
+    asked = tuple(m for m, b in bits.items() if b[i] >= MEMBER_BITS) or tuple(members)
+    return GroupRequest(
+        GroupAction.MEASURE if j in measured else GroupAction.BUILD, j, members=asked, value=float(value[i])
+    )
+
+
+def _held(post: Posterior, hit: tuple[int, tuple[int, ...]]) -> float:
+    k, amb = hit
+    lo = amb[0] if amb else k
+    return float(sum(post.probs[lo : k + 1]))
+
+
+def _bits(view: MemberView, open_: Sequence[int]) -> np.ndarray:
+    """Expected bits of one more block at each open position, for one member: as the single
+    search values it (core/posterior.next_requests), a measured commit's next block read with
+    its own blocks' level shrunk towards either side."""
+    post = view.post
+    cdf = np.cumsum(post.probs)
+    js = np.asarray(open_)
+    a = np.full(js.size, post.mu0)
+    b = np.full(js.size, post.mu1)
+    s = np.full(js.size, math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
+    for idx, j in enumerate(open_):
+        blocks = view.blocks.get(j, ())
+        if blocks:
+            prec = 1 / max(post.tau, 1e-12) ** 2 + len(blocks) / post.sigma**2
+            shrink = (1 / max(post.tau, 1e-12) ** 2) / prec
+            ybar = commit_level(blocks, post.sigma)
+            a[idx] = shrink * post.mu0 + (1 - shrink) * ybar
+            b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
+            s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
+    f = np.clip(cdf[js], 0.0, 1.0)
+    inside = (f > 1e-9) & (f < 1 - 1e-9)
+    bits = mixture_bits(f, a, b, s)
+    return np.where(inside, bits, 0.0)

@@ -1,0 +1,116 @@
+"""The driver of a group bisection: several members (benchmarks) over one range, in the order
+a bisection of one takes (bisection.py), with what costs the machine time shared.
+
+  1. the preflight of every member, in shared rounds (one process per round for a runner that
+     measures them all); a member that does not reproduce is reported so and drawn no further;
+  2. the search of the range for every reproduced member at once (segment/group_search.py:
+     each build measured for every member still undecided, the shared-culprit prior, one
+     confirmation per position for the members that point there);
+  3. for each member, the rest of its bisection as a bisection of it alone takes it, from its
+     first finding on (merges, the remaining-change rule, further culprits, the revert check):
+     the single search's own rules, on the member's own evaluation, which holds every block
+     measured so far. A member the group search could not settle is searched alone there.
+
+Each member keeps its own `Bisection` (its own evaluation, tests, verdicts and notes), so its
+`Outcome` is the one a bisection of it alone would report, measured on shared builds and
+rounds. A group of one is a `Bisection`, exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from attrib.bisection import Bisection
+from attrib.core.model import SearchMethod
+from attrib.core.stats import TestConfig, min_change_shift
+from attrib.evaluate.evaluation import Builder
+from attrib.evaluate.runners import Runner
+from attrib.evaluate.shared import SharedBuilder, SharedRuns
+from attrib.events import Events
+from attrib.outcome import CommitGraph, Found, GroupOutcome, Member, Reverter
+from attrib.recipe import BenchmarkSpec
+from attrib.segment.group_search import GroupSearch
+from attrib.segment.scope import SegmentSearch
+
+
+class _Found:
+    """A member's segment search whose first answer the group search gave: the driver's first
+    `search` of the whole range returns it, every later one is the member's own."""
+
+    def __init__(self, first: Found, own: SegmentSearch) -> None:
+        self.first: Found | None = first
+        self.own = own
+
+    def search(self, chain: list[str], reference: str) -> Found:
+        if self.first is not None:
+            first, self.first = self.first, None
+            return first
+        return self.own.search(chain, reference)
+
+
+@dataclass(frozen=True)
+class MemberRun:
+    """How one member is measured: its benchmark, its runner (a view of a shared process, or
+    its own), and the round context its evaluation enters around each round."""
+
+    bench: BenchmarkSpec
+    runner: Runner
+    round_context: Callable[[], AbstractContextManager[object]] | None = None
+
+
+def shared_members(runs: SharedRuns, benches: Mapping[Member, BenchmarkSpec]) -> dict[Member, MemberRun]:
+    """Members that one process measures together (evaluate/shared.py)."""
+    return {m: MemberRun(b, runs.view(b.name), runs.round_context(b.name)) for m, b in benches.items()}
+
+
+class GroupBisection:
+    def __init__(
+        self,
+        repo: CommitGraph,
+        builder: Builder,
+        members: Mapping[Member, MemberRun],
+        config: TestConfig,
+        seed: int,
+        events: Events | None = None,
+        *,
+        next_phase: Callable[[], None] = lambda: None,
+        probes: int = 1,
+        reverter: Reverter | None = None,
+        paths: tuple[str, ...] = (),
+        deadline: float | None = None,
+        clock: Callable[[], float] | None = None,
+        method: SearchMethod = SearchMethod.POSTERIOR,
+    ) -> None:
+        """`next_phase`: called before each step taken for all members at once (each shared
+        process's SharedRuns.next_phase)."""
+        self.repo = repo
+        self.method = method
+        self._phase = next_phase
+        shared = SharedBuilder(builder)
+        self.members: dict[Member, Bisection] = {}
+        for i, (m, run) in enumerate(members.items()):
+            self.members[m] = Bisection(
+                repo, shared, run.runner, run.bench, config, seed + i, events, probes=probes, reverter=reverter,
+                round_context=run.round_context, paths=paths, deadline=deadline, clock=clock, method=method,
+            )  # fmt: skip
+
+    def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:
+        self._phase()
+        pre = {m: b.start(good, bad) for m, b in self.members.items()}
+        searched = [m for m, p in pre.items() if p.status is None]
+        if self.method is SearchMethod.POSTERIOR and len(searched) > 1:
+            first = next(iter(self.members.values()))
+            chain = first._relevant(list(first.order[1:]))
+            if chain:
+                scopes = {m: self.members[m].scope for m in searched}
+                ignore = min_change_shift(min(self.members[m].bench.ignore_pct for m in searched))
+                found = GroupSearch(scopes, ignore, self._phase).search(chain, good, searched)
+                for m, f in found.items():
+                    self.members[m].segments = _Found(f, self.members[m].segments)
+        outcomes = []
+        for m, b in self.members.items():
+            self._phase()
+            outcomes.append((m, b.finish(good, bad, pre[m], verify_revert)))
+        return GroupOutcome(good, bad, tuple(outcomes))

@@ -1,0 +1,148 @@
+"""The search of one range for a group of members at once (the posterior method).
+
+Each member has its own evaluation (its own blocks, tests and verdicts) and its own
+`PosteriorSearch`, whose pieces this loop reuses: a member's blocks, read against its
+reference's in the same rounds, give its own posterior (core/posterior.py); core/group.py adds
+the shared-culprit prior and chooses the next build or block by the information summed over
+the members still undecided. A round measures the chosen commit for every undecided member
+(with a multi-benchmark runner, one process for all: evaluate/shared.py); a confirmation of
+culprit^ against culprit runs once, in shared paired rounds, for every member that points
+there, each member with its own test under the indifference zone, as a bisection of it alone
+confirms. A member is done when its culprit is confirmed (or its step is smaller than the
+minimum); it stops drawing samples then.
+
+What the group cannot settle, a member searches alone: when the group has nothing left worth
+measuring, its build budget is spent, or a member's confirmations disagreed more than the
+single search allows, the member is left out of the result and the driver runs the single
+search for it, which reads every block already measured (nothing measured is lost).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from attrib.core import group as grouped
+from attrib.core import posterior as locate
+from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Verdict
+from attrib.core.stats import min_change_shift, size_posterior
+from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
+from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES, PosteriorSearch, build_budget
+from attrib.segment.scope import Scope
+
+
+class GroupSearch:
+    def __init__(self, scopes: Mapping[Any, Scope], ignore: float, next_phase: Callable[[], None]) -> None:
+        self.scopes = dict(scopes)
+        self.searches = {m: PosteriorSearch(scope, ignore) for m, scope in scopes.items()}
+        self.tau = ignore / 4.0
+        self.next_phase = next_phase  # evaluate/shared.SharedRuns.next_phase: a step for all members
+
+    def search(self, chain: list[str], reference: str, members: Sequence[Any]) -> dict[Any, Found]:
+        """Each member's first finding in `chain` against `reference`; the members it leaves out
+        are for the single search."""
+        positions = [reference, *chain]
+        n = len(chain)
+        active = list(members)
+        found: dict[Any, Found] = {}
+        retries: Counter[Any] = Counter()
+        unbuildable: set[int] = set()
+        built: set[str] = set()
+        culprits: set[int] = set()
+        cap = max(self.scopes[m].config.max_rounds for m in active) * (math.ceil(math.log2(n + 1)) + 2)
+        spent = 0
+        for m in active:
+            self.searches[m].failures = {}
+            self.scopes[m].evidence.adapt_blocks()
+        while active:
+            views, priors = self._views(positions, active)
+            budget = build_budget(n) * (1 + len(culprits))
+            req = grouped.next_group_request(
+                n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
+                builds_left=budget - len(built),
+            )  # fmt: skip
+            if req.action is grouped.GroupAction.ALONE or spent >= cap:
+                break
+            if req.action in (grouped.GroupAction.MEASURE, grouped.GroupAction.BUILD):
+                sha = positions[req.position]
+                fresh = {sha} if req.action is grouped.GroupAction.BUILD else set()
+                self.next_phase()
+                lost = False
+                for m in req.members:
+                    asked = [sha] if sha == reference else [sha, reference]
+                    lost = sha in self.searches[m]._round(asked, fresh) or lost
+                built.update(fresh)
+                spent += 1
+                if lost:
+                    unbuildable.add(req.position)
+                    for m in active:
+                        self.searches[m]._inside_breaks(positions, unbuildable)
+                continue
+            self.next_phase()
+            for m in req.members:
+                result = self._confirm(m, positions, req, m in req.provisional, priors[m], unbuildable)
+                if isinstance(result, Culprit):
+                    culprits.add(req.position)
+                if result is not None:
+                    found[m] = result
+                else:
+                    retries[m] += 1
+            active = [m for m in active if m not in found and retries[m] <= MAX_CONFIRM_RETRIES]
+        return found
+
+    def _views(
+        self, positions: list[str], active: Sequence[Any]
+    ) -> tuple[dict[Any, grouped.MemberView], dict[Any, Any]]:
+        """Each undecided member's posterior from its own blocks, and under the shared prior."""
+        n = len(positions) - 1
+        blocks = {m: self.searches[m]._data(positions) for m in active}
+        own = {m: locate.posterior(n, blocks[m], tau=self.tau, anchored=True) for m in active}
+        priors = grouped.shared_prior({m: p.probs for m, p in own.items()})
+        views = {m: grouped.MemberView(grouped.with_prior(own[m], priors[m]), blocks[m]) for m in active}
+        return views, priors
+
+    def _confirm(
+        self,
+        member: Any,
+        positions: list[str],
+        req: grouped.GroupRequest,
+        provisional: bool,
+        prior: Any,
+        unbuildable: set[int],
+    ) -> Found | None:
+        """One member's confirmation of the group's position, in the shared rounds of this phase,
+        and what it means for that member as the single search reads it (posterior_search.py);
+        None: not this position, the member searches on."""
+        scope, search = self.scopes[member], self.searches[member]
+        ev = scope.evidence
+        n = len(positions) - 1
+        k, last = req.position, req.last_good
+        culprit, last_good, reference = positions[k], positions[last], positions[0]
+        confirm = scope.compare_one(
+            ev.stand_in(culprit), ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
+            alongside=(ev.stand_in(reference),),
+        )  # fmt: skip
+        if confirm.rule is DecisionRule.BUDGET:
+            return OutOfTime(last, k)
+        size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
+        confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
+        own = locate.posterior(n, search._data(positions), tau=self.tau, anchored=True)
+        after = grouped.with_prior(own, prior)
+        search._place(positions, after, unbuildable)
+        held = sum(after.probs[last + 1 : k + 1])
+        held_own = sum(own.probs[last + 1 : k + 1])
+        amb = tuple(positions[i] for i in req.ambiguous)
+        if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:
+            return SmallerStep(culprit, last_good, confirm, size)
+        if confirm.verdict is Verdict.GOOD and held_own >= locate.DEFAULT_LOCATE_AT:
+            # its own blocks hold the position and the paired rounds put the step at or below
+            # ignore_below: a smaller step (the group's prior alone never makes one)
+            return SmallerStep(culprit, last_good, confirm, size)
+        if confirm.verdict is Verdict.BAD and (held >= locate.DEFAULT_LOCATE_AT or not provisional):
+            return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
+        kind = NoteKind.POSITION_NOT_HELD if confirm.verdict is Verdict.BAD else NoteKind.CONFIRMATION_DISAGREED
+        scope.note(Note(kind, (culprit, last_good)))
+        return None

@@ -1,0 +1,191 @@
+"""Group bisections (issue 29): core/group.py's shared-culprit prior and chooser (property-tested),
+the shared builds and process runs of evaluate/shared.py, the recipe's group selection, and the
+real group bisection (group_bisection.py, segment/group_search.py) on seeded simulated groups."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attrib.core import group as grouped
+from attrib.core.posterior import posterior
+from attrib.errors import ConfigError
+from attrib.evaluate.runners.command import split_named
+from attrib.evaluate.shared import SharedRuns
+from attrib.recipe import load_recipe
+from attrib.simulation import NoiseModel, SimGroupRunner, group_history, run_simulated, run_simulated_group
+
+SIGMA = 0.01
+
+
+def _blocks(n: int, k: int | None, step: float, seed: int, at: list[int], per: int = 4) -> dict[int, list[float]]:
+    """Blocks of a segment whose change is at k (None: flat), `per` of each position in `at`."""
+    rng = np.random.default_rng(seed)
+    return {p: [(step if k is not None and p >= k else 0.0) + rng.normal(0, SIGMA) for _ in range(per)] for p in at}
+
+
+probs_lists = st.integers(2, 40).flatmap(
+    lambda n: st.lists(
+        st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=n + 1, max_size=n + 1), min_size=1, max_size=6
+    )
+)
+
+
+@given(probs_lists, st.floats(0.0, 0.95))
+def test_the_shared_prior_is_a_distribution_never_below_its_uniform_share(members, share):
+    own = {i: p for i, p in enumerate(members)}
+    priors = grouped.shared_prior(own, share)
+    n = len(members[0]) - 1
+    for prior in priors.values():
+        assert prior[0] == 0.0
+        assert math.isclose(prior.sum(), 1.0, rel_tol=1e-9)
+        floor = 1.0 / n if len(members) == 1 else (1 - share) / n
+        assert prior[1:].min() >= floor - 1e-12  # the data can always overrule the group
+
+
+@given(probs_lists)
+def test_a_member_s_own_posterior_is_left_out_of_its_prior(members):
+    own = {i: p for i, p in enumerate(members)}
+    if len(own) < 2:
+        return
+    changed = dict(own)
+    changed[0] = [0.0] + [1.0] * (len(members[0]) - 1)  # member 0's data change ...
+    assert np.allclose(grouped.shared_prior(own)[0], grouped.shared_prior(changed)[0])  # ... not its own prior
+
+
+def test_a_group_of_one_is_the_single_search():
+    post = posterior(30, _blocks(30, 12, 0.05, 1, [0, 6, 12, 18, 30]), tau=0.0025)
+    (prior,) = grouped.shared_prior({"a": post.probs}).values()
+    assert np.allclose(grouped.with_prior(post, prior).probs, post.probs)
+
+
+def test_a_weak_member_borrows_the_strong_members_position():
+    at = [0, 8, 16, 24, 32, 40, 48, 56, 64]
+    strong = [posterior(64, _blocks(64, 20, 0.05, s, at), tau=0.0025) for s in range(4)]
+    weak = posterior(64, _blocks(64, 20, 0.02, 9, at, per=2), tau=0.0025)
+    own = {i: p.probs for i, p in enumerate([*strong, weak])}
+    borrowed = grouped.with_prior(weak, grouped.shared_prior(own)[4])
+    region = slice(17, 25)  # the gap (16, 24] holds the change
+    assert sum(weak.probs[region]) < 0.4  # alone, its blocks leave the gap in doubt (0.30)
+    assert sum(borrowed.probs[region]) > 0.75  # with the group's prior, it holds it (0.80)
+
+
+def test_a_member_with_its_own_culprit_overrules_the_group():
+    at = [0, *range(30, 46), 64]  # measured densely where its own change is
+    others = [posterior(64, _blocks(64, 10, 0.05, s, [0, 8, 9, 10, 11, 16, 64]), tau=0.0025) for s in range(16)]
+    mine = posterior(64, _blocks(64, 40, 0.05, 99, at), tau=0.0025)
+    own = {i: p.probs for i, p in enumerate([*others, mine])}
+    ruled = grouped.with_prior(mine, grouped.shared_prior(own)[16])
+    assert ruled.probs[40] > 0.99
+    assert sum(ruled.probs[1:31]) < 1e-3
+
+
+def test_one_confirmation_serves_every_member_pointing_there():
+    at = [0, 15, 16, 32, 64]
+    posts = {m: posterior(64, _blocks(64, 16, 0.05, s, at, per=6), tau=0.0025) for s, m in enumerate("abc")}
+    weak = posterior(64, _blocks(64, 16, 0.02, 7, at, per=1), tau=0.0025)
+    own = {m: p.probs for m, p in posts.items()} | {"weak": weak.probs}
+    posts["weak"] = grouped.with_prior(weak, grouped.shared_prior(own)["weak"])
+    views = {m: grouped.MemberView(p, {}) for m, p in posts.items()}
+    req = grouped.next_group_request(64, views, built=frozenset(at))
+    assert req.action is grouped.GroupAction.CONFIRM and (req.position, req.last_good) == (16, 15)
+    assert set(req.members) == {"a", "b", "c", "weak"}
+    assert "weak" in req.provisional
+
+
+def test_the_next_build_is_where_the_summed_information_is():
+    at = [0, 64]
+    posts = {m: posterior(64, _blocks(64, 30, 0.05, s, at), tau=0.0025) for s, m in enumerate("ab")}
+    views = {m: grouped.MemberView(p, _blocks(64, 30, 0.05, 1, at)) for m, p in posts.items()}
+    req = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10)
+    assert req.action is grouped.GroupAction.BUILD
+    assert 20 <= req.position <= 44  # the middle: every member learns its side there
+    assert set(req.members) == {"a", "b"}
+    assert grouped.next_group_request(64, {}).action is grouped.GroupAction.ALONE
+
+
+def test_shared_runs_run_one_process_per_round_for_every_member():
+    group = group_history(10, {"a": {5: 5.0}, "b": {}})
+    sim = SimGroupRunner(group, NoiseModel(sigma=SIGMA), 1)
+    runs = SharedRuns(sim)
+    a, b = runs.view("a"), runs.view("b")
+    ca, cb = runs.round_context("a"), runs.round_context("b")
+    runs.next_phase()
+    for _ in range(3):
+        with ca():
+            ra = a.run(Path("c005"))
+    for _ in range(3):
+        with cb():
+            rb = b.run(Path("c005"))
+    assert runs.runs == 3 and sim.clock == 3  # b's three rounds read a's processes
+    with cb():
+        b.run(Path("c005"))
+    assert runs.runs == 4  # a round beyond the others' runs its own process
+    assert ra.ok and rb.ok and np.mean(np.log(ra.samples)) > np.mean(np.log(rb.samples))
+    runs.next_phase()
+    with ca():
+        a.run(Path("c005"))
+    assert runs.runs == 5  # a new phase never reuses an old run
+
+
+def test_a_name_value_command_splits_by_name():
+    out = split_named("gemm_a 1.5\ngemm_b 2.0\nnoise line\ngemm_a 1.6\n", ("gemm_a", "gemm_b", "gemm_c"))
+    assert out == {"gemm_a": "1.5\n1.6", "gemm_b": "2.0", "gemm_c": ""}
+
+
+RECIPE = """
+schema = 1
+name = "kernels"
+[build]
+commands = ["true"]
+[[benchmark]]
+name = "suite"
+runner = "command"
+command = ["./bench"]
+names = ["gemm_a", "gemm_b", "attn_a"]
+[[benchmark]]
+name = "other"
+runner = "command"
+command = ["./other"]
+"""
+
+
+def test_benchmarks_are_selected_by_name_glob_or_every_one(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text(RECIPE)
+    recipe = load_recipe(path)
+    assert [b.name for b in recipe.select(["gemm_*"])] == ["gemm_a", "gemm_b"]
+    assert [b.name for b in recipe.select(["attn_a", "gemm_b"])] == ["attn_a", "gemm_b"]
+    assert [b.name for b in recipe.select(["*"])] == ["gemm_a", "gemm_b", "attn_a", "other"]
+    assert [b.name for b in recipe.select(["suite"])] == ["gemm_a", "gemm_b", "attn_a"]
+    assert {b.process for b in recipe.select(["gemm_a", "other"])} == {"suite", ""}
+    with pytest.raises(ConfigError) as err:
+        recipe.select(["gemm_a", "nope_*"])
+    line = str(err.value)
+    assert "nope_*" in line and "gemm_a, gemm_b, attn_a, other" in line and "\n" not in line
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_group_with_two_culprits_names_each_with_exactly_its_members(seed):
+    steps = {**{f"a{i}": {20: 5.0} for i in range(5)}, "b0": {45: 4.0}, "b1": {45: 4.0}, "weak": {20: 2.0}, "flat": {}}
+    group = group_history(64, steps)
+    out = run_simulated_group(group, NoiseModel(sigma=SIGMA), seed)
+    for name, o in out.members.items():
+        truth = tuple(f"c{p:03d}" for p in steps[name])
+        assert o.culprits == truth, name
+        assert o.status == ("culprit_found" if truth else "not_reproduced")
+    assert out.builds <= 2 * (math.ceil(math.log2(64)) + 4)
+    alone = [run_simulated(group.members[n], NoiseModel(sigma=SIGMA), seed) for n in steps]
+    assert out.runs < sum(a.runs for a in alone) / 2  # one process per round for all nine (103 of 308 at seed 1)
+
+
+def test_a_member_that_does_not_reproduce_is_reported_so():
+    group = group_history(40, {"a": {10: 5.0}, "b": {10: 5.0}, "quiet": {}})
+    out = run_simulated_group(group, NoiseModel(sigma=SIGMA), 3)
+    assert out.members["quiet"].status == "not_reproduced" and out.members["quiet"].culprits == ()
+    assert out.members["a"].culprits == out.members["b"].culprits == ("c010",)
