@@ -13,9 +13,10 @@ from attrib.bisection import Bisection
 from attrib.core.model import CommitInfo, SearchMethod
 from attrib.core.stats import TestConfig
 from attrib.evaluate.builds import BuildRecord
+from attrib.outcome import GroupOutcome, Member, Outcome
 from attrib.recipe import BenchmarkSpec, BuildSpec, Recipe
 from attrib.result import BisectResult
-from attrib.result.types import Machine, PhaseTimesRecord
+from attrib.result.types import CommitRow, Machine, PhaseTimesRecord
 from attrib.result.writer import Provenance, RunContext, build_result
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
 
@@ -89,42 +90,90 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def simulated_result(name: str, tmp: Path) -> BisectResult:
-    sc = SCENARIOS[name]
+def _bisect(sc: dict[str, Any], bench: BenchmarkSpec, tmp: Path) -> tuple[Outcome, TestConfig, int]:
     base = linear_history(sc["n"], sc["steps"], sc["broken"])
     hist = NamedHistory(base.levels, base.parents, base.main, base.broken, base.culprits)
     edges = ShaHistory(hist)
-    bench = BenchmarkSpec(name="gemm_fp16", runner="command", command=("./bench",), min_change_pct=2.0)
-    # The goldens (tests/golden) are the sequential search's report, as they were written; the
-    # search stays selectable for a release, and tests/test_result_below_minimum.py covers
-    # what the posterior search adds to the report.
-    recipe = Recipe(
-        Path("/work/recipes/gemm.toml"), "gemm", "", BuildSpec(commands=("make",)), (bench,),
-        search_method=SearchMethod.SEQUENTIAL,
-    )
     config = TestConfig(max_rounds=sc["max_rounds"])
     seed = sc["seed"]
     builder = LoggingBuilder(hist, tmp / "logs", edges.to_sim)
     # The runner sees checkouts named by sim sha (LoggingBuilder sets them), as SimRunner expects.
     runner = SimRunner(hist, NoiseModel("gaussian", sigma=sc["noise"]), seed)
     engine = Bisection(edges, builder, runner, bench, config, seed, method=SearchMethod.SEQUENTIAL)
-    out = engine.run(fake_sha(hist.good), fake_sha(hist.bad))
-    ctx = RunContext(
-        repo=Path("/work/kernels"), recipe=recipe, bench=bench, executor="local", config=config, seed=seed,
-        workdir=Path("/work/cache"), wall_s=321.0, builds_fresh=builder.fresh_builds,
+    return engine.run(fake_sha(hist.good), fake_sha(hist.bad)), config, builder.fresh_builds
+
+
+def _recipe(*benches: BenchmarkSpec) -> Recipe:
+    # The goldens (tests/golden) are the sequential search's report, as they were written; the
+    # search stays selectable for a release, and tests/test_result_below_minimum.py covers
+    # what the posterior search adds to the report.
+    return Recipe(
+        Path("/work/recipes/gemm.toml"), "gemm", "", BuildSpec(commands=("make",)), benches,
+        search_method=SearchMethod.SEQUENTIAL,
     )  # fmt: skip
-    # Fixed where the real value depends on the machine, the clock or the temp dir.
-    machine = Machine(hostname="bench-01", platform="Linux-6.8-x86_64", cpu="Test CPU", cpus=16, python="3.11.9", user="ci")
-    result = build_result(out, ctx, Provenance(machine, "0" * 64))
+
+
+def simulated_result(name: str, tmp: Path) -> BisectResult:
+    sc = SCENARIOS[name]
+    bench = BenchmarkSpec(name="gemm_fp16", runner="command", command=("./bench",), min_change_pct=2.0)
+    out, config, fresh = _bisect(sc, bench, tmp)
+    return _fixed(build_result(out, _ctx(_recipe(bench), bench, config, sc["seed"], fresh), _PROVENANCE))
+
+
+# A group over one 60-commit history: two members moved by the commit at 17 (by different
+# amounts), one by the commit at 44, one not at all. Each member is today's single search of
+# it alone (its own samples), combined as the group's search hands them to the writer.
+GROUP: dict[str, dict[str, Any]] = {
+    "gemm_fp16": {"steps": {17: 8.0}, "seed": 1},
+    "gemm_bf16": {"steps": {17: 4.0}, "seed": 2},
+    "attention": {"steps": {44: 6.0}, "seed": 3},
+    "moe_router": {"steps": {}, "seed": 4},
+}
+
+
+def simulated_group(tmp: Path, names: tuple[str, ...] = tuple(GROUP)) -> BisectResult:
+    """The group's result, or a group of `names` only (one name: a single benchmark's)."""
+    benches = tuple(BenchmarkSpec(name=n, runner="command", command=("./bench",), min_change_pct=2.0) for n in names)
+    members = []
+    fresh = 0
+    for bench in benches:
+        sc = {"n": 60, "broken": set(), "noise": 0.015, "max_rounds": 60, **GROUP[bench.name]}
+        out, config, built = _bisect(sc, bench, tmp)
+        members.append((Member(bench.name), out))
+        fresh = max(fresh, built)
+    group = GroupOutcome(members[0][1].good, members[0][1].bad, tuple(members))
+    ctx = replace(_ctx(_recipe(*benches), benches[0], config, 1, fresh), member_specs={b.name: b for b in benches})
+    return _fixed(build_result(group, ctx, _PROVENANCE))
+
+
+def _ctx(recipe: Recipe, bench: BenchmarkSpec, config: TestConfig, seed: int, fresh: int) -> RunContext:
+    return RunContext(
+        repo=Path("/work/kernels"), recipe=recipe, bench=bench, executor="local", config=config, seed=seed,
+        workdir=Path("/work/cache"), wall_s=321.0, builds_fresh=fresh,
+    )  # fmt: skip
+
+
+# Fixed where the real value depends on the machine, the clock or the temp dir.
+_MACHINE = Machine(
+    hostname="bench-01", platform="Linux-6.8-x86_64", cpu="Test CPU", cpus=16, python="3.11.9", user="ci"
+)
+_PROVENANCE = Provenance(_MACHINE, "0" * 64)
+
+
+def _fixed(result: BisectResult) -> BisectResult:
+    def rows(commits: tuple[CommitRow, ...]) -> tuple[CommitRow, ...]:
+        return tuple(
+            replace(row, build=replace(row.build, log=_fixed_log(row.build.log))) if row.build else row
+            for row in commits
+        )
+
     return replace(
         result,
         tool=replace(result.tool, version="0.0.0-test"),
         phase_times_s=PhaseTimesRecord(12.0, 300.0, 0.5, 0.05),
         build_failures=tuple(replace(f, log=_fixed_log(f.log)) for f in result.build_failures),
-        commits=tuple(
-            replace(row, build=replace(row.build, log=_fixed_log(row.build.log))) if row.build else row
-            for row in result.commits
-        ),
+        commits=rows(result.commits),
+        members=tuple(replace(m, commits=rows(m.commits)) for m in result.members),
     )
 
 

@@ -16,6 +16,9 @@ from typing import Any
 from attrib.core.blocks import BlockReason
 from attrib.core.model import RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
+from attrib.report.group import cell as _cell
+from attrib.report.group import culprit_lines, group_headline, member_sections, members_overview, static_diff_table
+from attrib.report.group import fmt_ci as _fmt_ci
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
 from attrib.report.sentences import blocks_text, cause_resolve, cause_why, note_text
 from attrib.result.types import (
@@ -33,10 +36,6 @@ from attrib.result.types import (
 
 LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20
-
-
-def _fmt_ci(ci: tuple[float, float] | None) -> str:
-    return f"[{ci[0]:+.2f} %, {ci[1]:+.2f} %]" if ci else "n/a"
 
 
 def _fmt_value(v: float | None, unit: str) -> str:
@@ -86,10 +85,6 @@ def _executor_line(ex: ExecutorInfo) -> str:
             f"rounds per node: {nodes}" + (f"; {lost} round(s) lost their allocation" if lost else "")
         )
     return f"- executor: {ex.name}"
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _sha_list(shas: tuple[str, ...], limit: int = 12) -> str:
@@ -167,16 +162,6 @@ def title(result: BisectResult, culprit: CulpritRecord | None = None) -> str:
     return f"{bench}: {result.status.value.replace('_', ' ')} in {result.good[:10]}..{result.bad[:10]}"
 
 
-def _static_diff(diff: Mapping[str, tuple[int, int]]) -> list[str]:
-    """Static kernel metrics (registers, spills, ...) before -> after, as the runner reported them."""
-    out = ["| kernel metric | before | after | change |", "|---|---:|---:|---:|"]
-    for metric, (before, after) in diff.items():
-        delta = after - before
-        change = f"{delta:+g}" + (f" ({delta / before * 100:+.0f} %)" if before else "")
-        out.append(f"| {_cell(metric)} | {before} | {after} | {change} |")
-    return out
-
-
 def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status, settings: Settings) -> list[str]:
     n = f" {index} of {total}" if total > 1 else ""
     # An inconclusive outcome's culprits are the best candidates, not a claim.
@@ -209,7 +194,7 @@ def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status, s
         more = f" and {len(c.files) - MAX_FILES_SHOWN} more" if len(c.files) > MAX_FILES_SHOWN else ""
         out.append(f"- files changed ({len(c.files)}): " + ", ".join(f"`{f}`" for f in c.files[:MAX_FILES_SHOWN]) + more)
     if c.static_diff:
-        out += ["", "Static kernel diff:", ""] + _static_diff(c.static_diff)
+        out += ["", "Static kernel diff:", ""] + static_diff_table(c.static_diff)
     elif c.static_diff is not None:
         out.append("- static kernel metrics (registers, spills, shared memory, binary size): unchanged")
     elif c.static_diff_unavailable:
@@ -348,14 +333,41 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
 def render_markdown(result: BisectResult, plot: str | None = None, figure: str | None = None) -> str:
     """The report. `plot` is where the PNG is (a path relative to the report, or a URL); without
     one the sparkline is the only picture. `figure`, a line of markdown, stands where the plot's
-    link would: a tracker's own markdown for an uploaded plot, or the line saying why none is."""
-    unit = result.unit
+    link would: a tracker's own markdown for an uploaded plot, or the line saying why none is.
+    A group (several members) reports its culprits with their members, then each member folded."""
     name = PurePath(result.repo).name or result.repo
-    out: list[str] = [f"# attrib: `{result.benchmark}` in {name}", "", headline(result), ""]
+    if result.group:
+        out = [f"# attrib: {len(result.members)} benchmarks in {name}", "", group_headline(result), ""]
+        out += _range_lines(result, plot, figure)
+        for i, c in enumerate(result.culprits, 1):
+            out += culprit_lines(result, c, i, len(result.culprits))
+        out += members_overview(result) + member_sections(result, member_lines)
+        out += ["## Reproduce", "", "```sh", result.reproduce, "```", ""]
+        return "\n".join(out + _environment(result))
+    out = [f"# attrib: `{result.benchmark}` in {name}", "", headline(result), ""]
     spark = sparkline(result)
     if spark:
         out += ["```text"] + spark + ["```", ""]
-    out += [
+    out += _range_lines(result, plot, figure)
+    out += _findings(result)
+    out += ["## Reproduce", "", "```sh", result.reproduce, "```", ""]
+    out += _environment(result)
+    out += _raw_counts(result)
+    return "\n".join(out)
+
+
+def member_lines(result: BisectResult) -> list[str]:
+    """A member's own report inside a group's (a result of one member): what a bisection of it
+    alone reports, without the title, the range and the machine the group's report shows once."""
+    out = [headline(result), ""]
+    spark = sparkline(result)
+    if spark:
+        out += ["```text"] + spark + ["```", ""]
+    return out + _findings(result) + ["```sh", result.reproduce, "```", ""] + _raw_counts(result)
+
+
+def _range_lines(result: BisectResult, plot: str | None, figure: str | None) -> list[str]:
+    out = [
         f"- range: `{result.good[:10]}`..`{result.bad[:10]}` ({result.range_commits} commits), "
         f"whole change {result.total_change_pct:+.2f} % {_fmt_ci(result.total_ci_pct)}, "
         f"{result.direction.value} is better",
@@ -363,6 +375,8 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         f"{len(result.build_failures)} did not build; {result.builds} builds, {result.samples} samples, "
         f"{result.wall_s:.0f} s",
     ]
+    if result.group:  # the whole change above is the lead member's
+        out[0] = f"- range: `{result.good[:10]}`..`{result.bad[:10]}` ({result.range_commits} commits)"
     for cp in result.detected:  # a job from the nightly history
         out.append(f"- detected in nightly history: `{cp.series}` of {cp.project} changed {cp.change_pct:+.2f} % between "
                    f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})")  # fmt: skip
@@ -375,6 +389,13 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         out += [f"![{result.benchmark} per tested commit]({plot})", ""]
     elif figure:
         out += [figure, ""]
+    return out
+
+
+def _findings(result: BisectResult) -> list[str]:
+    """Culprits, open ranges, where the work went, notes, the tested commits and build failures."""
+    unit = result.unit
+    out: list[str] = []
     for i, c in enumerate(result.culprits, 1):
         out += _culprit_section(c, i, len(result.culprits), result.status, result.settings)
     for u in result.unresolved:
@@ -416,10 +437,7 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         for f in result.build_failures:
             tail = "\n".join(f.log_tail.splitlines()[-LOG_EXCERPT_LINES:]) or "(empty log)"
             out += [f"- `{f.commit[:10]}` {f.subject}: {f.reason}", "", "```text", tail, "```", ""]
-    out += ["## Reproduce", "", "```sh", result.reproduce, "```", ""]
-    out += _environment(result)
-    out += _raw_counts(result)
-    return "\n".join(out)
+    return out
 
 
 _COMPARE_VERDICT = {

@@ -16,6 +16,11 @@ Schema 3 (from schema 2): notes are records (a schema-2 sentence is kept as a no
 indifference zone's lower edge; null for the sequential search, which had none), and each
 culprit's `below_minimum` (its estimate below min_change_pct). A schema-2 document came from the
 sequential search; its culprits' `below_minimum` is computed from their written change.
+
+Schema 4 (from schema 3): groups. `members`, one per benchmark of the group, each with what a
+bisection of it alone reports (its status, culprits, commits, comparisons, ...); each culprit of
+the group lists the `members` it moved, with their change, CI and posterior. A schema-3 document
+is a group of one: its fields become its one member, and each culprit lists that member.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from attrib.core.stats import below_minimum, to_shift
 from attrib.errors import FieldError, ResultFormatError
 from attrib.evaluate.executors.base import ExecutorKind
 from attrib.result.types import (
+    MEMBER_FIELDS,
     RESULT_SCHEMA,
     BisectResult,
     CompareResult,
@@ -134,8 +140,25 @@ def _below(change_pct: object, minimum: object, direction: object) -> bool:
     return below_minimum(shift, float(minimum))
 
 
+def _migrate_3_to_4(doc: dict[str, Any]) -> dict[str, Any]:
+    # A single benchmark's bisection is a group of one: the member is the document's own
+    # fields (as the writer puts the lead member's at the top), and each culprit lists it.
+    if doc.get("kind") != ResultKind.BISECT.value:
+        return doc
+    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    member = {k: copy.deepcopy(doc[k]) for k in MEMBER_FIELDS if k in doc}
+    member |= {"benchmark": doc.get("benchmark"), "config": {}, "min_change_pct": settings.get("min_change_pct"),
+               "ignore_below_pct": settings.get("ignore_below_pct")}  # fmt: skip
+    doc["members"] = [member]
+    for c in doc.get("culprits") if isinstance(doc.get("culprits"), list) else []:
+        if isinstance(c, dict):
+            c["members"] = [{"benchmark": doc.get("benchmark"), "config": {}, **{
+                k: c.get(k) for k in ("change_pct", "ci_pct", "posterior", "confirmed", "below_minimum", "share")}}]  # fmt: skip
+    return doc
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 
 def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:

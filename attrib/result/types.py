@@ -10,7 +10,7 @@ a result after the writer (result/writer.py) made it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -36,7 +36,7 @@ from attrib.evaluate.executors.base import (
     SlurmDescription,
 )
 
-RESULT_SCHEMA = 3
+RESULT_SCHEMA = 4
 
 
 class ResultKind(StrEnum):
@@ -118,6 +118,32 @@ class CulpritRecord:
     # after) for those that changed ({} when none did), or why there is no diff.
     static_diff: Mapping[str, tuple[int, int]] | None = None
     static_diff_unavailable: str | None = None
+    # The group's culprit (BisectResult.culprits): every member it moved, largest change first.
+    # () in a member's own list (MemberResult.culprits), where the member is the one it moved.
+    members: tuple[MemberChange, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemberChange:
+    """What one culprit did to one member of the group: its own estimate, CI and posterior."""
+
+    benchmark: str
+    config: Mapping[str, str]
+    change_pct: float
+    ci_pct: tuple[float, float]
+    posterior: float | None
+    confirmed: bool
+    below_minimum: bool = False
+    share: float | None = None  # of that member's whole change
+
+    @property
+    def label(self) -> str:
+        return member_label(self.benchmark, self.config)
+
+
+def member_label(benchmark: str, config: Mapping[str, str]) -> str:
+    """`gemm` or `gemm[dtype=bf16,gpu=H100]` (outcome.Member.label, from a document's fields)."""
+    return benchmark if not config else benchmark + "[" + ",".join(f"{k}={v}" for k, v in sorted(config.items())) + "]"
 
 
 @dataclass(frozen=True)
@@ -311,6 +337,50 @@ class DetectedChange:
 
 
 @dataclass(frozen=True)
+class MemberResult:
+    """One member of a group: what a bisection of it alone reports (its own status, culprits,
+    commits, comparisons...), measured on the group's builds and rounds. The fields that are
+    the same for the whole group (builds, settings, machine, ...) stay on the BisectResult."""
+
+    benchmark: str
+    config: Mapping[str, str]
+    status: Status
+    culprits: tuple[CulpritRecord, ...]
+    commits: tuple[CommitRow, ...]
+    samples: int
+    unit: str
+    direction: Direction
+    total_change_pct: float
+    total_ci_pct: tuple[float, float]
+    min_change_pct: float
+    ignore_below_pct: float | None
+    comparisons: tuple[ComparisonRecord, ...]
+    notes: tuple[Note, ...]
+    unresolved: tuple[UnresolvedRange, ...]
+    drift: tuple[DriftRecord, ...]
+    excluded_samples: Mapping[str, int]
+    rounds: int
+    reproduce: str
+    error: str | None = None
+    smaller_steps: tuple[SmallerStepRecord, ...] = ()
+    same_artifact: Mapping[str, str] = field(default_factory=dict)
+    samples_saved_estimate: int = 0
+    out_of_time: bool = False
+    blocks: BlockChoice | None = None
+
+    @property
+    def label(self) -> str:
+        return member_label(self.benchmark, self.config)
+
+
+# The fields a member shares with a single bisection's result, by name (the lead member's are
+# the BisectResult's own): what BisectResult.view and the schema-3 migration carry across.
+MEMBER_FIELDS = ("status", "culprits", "commits", "samples", "unit", "direction", "total_change_pct", "total_ci_pct",
+                 "comparisons", "notes", "unresolved", "drift", "excluded_samples", "rounds", "reproduce", "error",
+                 "smaller_steps", "same_artifact", "samples_saved_estimate", "out_of_time", "blocks")  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BisectResult:
     status: Status
     repo: str
@@ -356,8 +426,41 @@ class BisectResult:
     phase_times_s: PhaseTimesRecord = field(default_factory=PhaseTimesRecord)
     out_of_time: bool = False  # the --budget ran out before everything was settled
     blocks: BlockChoice | None = None  # adaptive blocks: the samples per run chosen, and why
+    # Schema 4: every member of the group (one for a single benchmark), in the order asked. The
+    # fields above that describe one benchmark's measurements are the lead member's (the one
+    # `benchmark` names: the largest change of the group's outcome); `status` and `culprits`
+    # are the group's.
+    members: tuple[MemberResult, ...] = ()
 
     kind = ResultKind.BISECT
+
+    @property
+    def group(self) -> bool:
+        return len(self.members) > 1
+
+    def view(self, member: MemberResult) -> BisectResult:
+        """The result as a bisection of `member` alone would have written it (a group of one):
+        what a report per member renders."""
+        settings = replace(
+            self.settings, min_change_pct=member.min_change_pct, ignore_below_pct=member.ignore_below_pct
+        )
+        own = {name: getattr(member, name) for name in MEMBER_FIELDS}
+        own["culprits"] = tuple(replace(c, members=(member_change(c, member),)) for c in member.culprits)
+        return replace(self, **own, benchmark=member.label, settings=settings, members=(member,))
+
+
+def member_change(c: CulpritRecord, member: MemberResult) -> MemberChange:
+    """A member's own culprit record, as the line the group's culprit lists for it."""
+    return MemberChange(
+        member.benchmark,
+        dict(member.config),
+        c.change_pct,
+        c.ci_pct,
+        c.posterior,
+        c.confirmed,
+        c.below_minimum,
+        c.share,
+    )
 
 
 @dataclass(frozen=True)

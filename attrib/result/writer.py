@@ -13,22 +13,23 @@ import shlex
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from attrib import __version__
-from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Verdict, VerifyMode
+from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
-from attrib.outcome import Outcome, RevertCheck
+from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
+    MEMBER_FIELDS,
     ArtifactNoteRecord,
     BisectResult,
     BuildFailure,
@@ -42,6 +43,7 @@ from attrib.result.types import (
     Environment,
     ExecutorInfo,
     Machine,
+    MemberResult,
     PhaseTimesRecord,
     RecipeRef,
     RevertRecord,
@@ -50,6 +52,7 @@ from attrib.result.types import (
     SmallerStepRecord,
     Tool,
     UnresolvedRange,
+    member_change,
 )
 
 # Per tested commit the result keeps a bounded picture of its samples for the report's plot:
@@ -75,6 +78,12 @@ class RunContext:
     probes: int = 1  # commits proposed per search step (--probes)
     verify: VerifyMode = VerifyMode.CONFIRM
     executor_info: ExecutorDescription | None = None  # the executor's own (Executor.describe)
+    # A group's members whose recipe benchmark is not `bench` (unit, direction, minimum change):
+    # by the member's benchmark name; a member not named here is measured as `bench` says.
+    member_specs: Mapping[str, BenchmarkSpec] = field(default_factory=dict)
+
+    def spec_for(self, member: Member) -> BenchmarkSpec:
+        return self.member_specs.get(member.benchmark, self.bench)
 
 
 @dataclass(frozen=True)
@@ -168,14 +177,16 @@ def sample_summary(samples: Sequence[float]) -> tuple[tuple[float, ...] | None, 
     return tuple(_sig(q) for q in np.quantile(arr, QUANTILE_PROBS)), tuple(_sig(v) for v in values)
 
 
-def reproduce_command(ctx: RunContext, good: str, bad: str) -> str:
+def reproduce_command(ctx: RunContext, good: str, bad: str, benchmarks: Sequence[str] = ()) -> str:
+    """`benchmarks`: a group's members' names, each a --benchmark (default: ctx.bench)."""
+    names = list(dict.fromkeys(benchmarks)) or [ctx.bench.name]
     argv = [
         "attrib", "bisect",
         "--repo", str(ctx.repo),
         "--good", good,
         "--bad", bad,
         "--recipe", str(ctx.recipe.path),
-        "--benchmark", ctx.bench.name,
+        *(a for name in names for a in ("--benchmark", name)),
         "--executor", ctx.executor,
         "--seed", str(ctx.seed),
     ]  # fmt: skip
@@ -283,10 +294,9 @@ def _commit_rows(outcome: Outcome) -> tuple[CommitRow, ...]:
     return tuple(rows)
 
 
-def build_result(
-    outcome: Outcome, ctx: RunContext, provenance: Provenance, evidence: RunnerEvidence | None = None
-) -> BisectResult:
-    evidence = evidence or RunnerEvidence()
+def _single_result(outcome: Outcome, ctx: RunContext, provenance: Provenance, evidence: RunnerEvidence) -> BisectResult:
+    """One benchmark's bisection as schema 3 wrote it (no members yet): the part of the result
+    each member of a group has of its own."""
     direction = ctx.bench.direction
     total_change, total_ci = _pct_ci(outcome.preflight, direction)
     excluded: Counter[str] = Counter()
@@ -354,5 +364,91 @@ def build_result(
     )
 
 
+def build_result(
+    outcome: Outcome | GroupOutcome, ctx: RunContext, provenance: Provenance, evidence: RunnerEvidence | None = None
+) -> BisectResult:
+    """The result of a bisection of a group, or of one benchmark (a group of one, `ctx.bench`)."""
+    evidence = evidence or RunnerEvidence()
+    if isinstance(outcome, Outcome):
+        outcome = GroupOutcome(outcome.good, outcome.bad, ((Member(ctx.bench.name), outcome),))
+    singles = [
+        (m, _single_result(o, replace(ctx, bench=replace(ctx.spec_for(m), name=m.benchmark)), provenance, evidence))
+        for m, o in outcome.members
+    ]
+    # the group's builds are shared: each commit once, whichever members measured it
+    built = {
+        sha: rec.build.cached for _, o in outcome.members for sha, rec in o.commits.items() if rec.build is not None
+    }
+    reproduce = reproduce_command(ctx, outcome.good, outcome.bad, [m.benchmark for m, _ in singles])
+    return group_result(singles, reproduce, built)
+
+
+def group_result(
+    singles: Sequence[tuple[Member, BisectResult]], reproduce: str, built: Mapping[str, bool]
+) -> BisectResult:
+    """The schema-4 result of a group from each member's own result (written as a bisection of it
+    alone): the members, the group's status and culprits, and the lead member's measurements at
+    the top (for a single benchmark: its result as it always read, with its one member).
+    `built`: every commit built for the group -> whether from the cache."""
+    members = tuple(_member(m, r) for m, r in singles)
+    status = group_status([m.status for m in members])
+    lead = max(
+        (i for i, m in enumerate(members) if m.status is status), key=lambda i: (abs(members[i].total_change_pct), -i)
+    )
+    first = singles[lead][1]
+    failures = {f.commit: f for _, r in singles for f in r.build_failures}
+    return replace(
+        first,
+        status=status,
+        benchmark=members[lead].label,
+        culprits=group_culprits(members, status, first),
+        builds=len(built),
+        builds_cached=sum(built.values()),
+        samples=sum(m.samples for m in members),
+        build_failures=tuple(failures.values()),
+        rounds=max(m.rounds for m in members),
+        reproduce=reproduce if len(singles) > 1 else first.reproduce,
+        members=members,
+    )
+
+
+def _member(m: Member, r: BisectResult) -> MemberResult:
+    own = {name: getattr(r, name) for name in MEMBER_FIELDS}
+    return MemberResult(
+        benchmark=m.benchmark, config=dict(m.config), min_change_pct=r.settings.min_change_pct,
+        ignore_below_pct=r.settings.ignore_below_pct, **own,
+    )  # fmt: skip
+
+
+# A group's status: the most telling of its members' (a culprit anywhere is the news).
+_STATUS_ORDER = (Status.CULPRIT_FOUND, Status.INCONCLUSIVE, Status.ERROR, Status.NOT_REPRODUCED)
+
+
+def group_status(statuses: Sequence[Status]) -> Status:
+    return next(s for s in _STATUS_ORDER if s in statuses)
+
+
+def group_culprits(members: Sequence[MemberResult], status: Status, lead: BisectResult) -> tuple[CulpritRecord, ...]:
+    """One record per culprit commit of the members that have the group's status: the record of
+    the member it moved most (its change, CI, confirmation, static diff), listing every such
+    member it moved, largest change first; in history order."""
+    moved: dict[str, list[tuple[MemberResult, CulpritRecord]]] = {}
+    for m in members:
+        if m.status is status:
+            for c in m.culprits:
+                moved.setdefault(c.commit, []).append((m, c))
+    position = {row.commit: i for i, row in enumerate(lead.commits)}
+    for m in members:
+        for row in m.commits:
+            position.setdefault(row.commit, len(position))
+    out = []
+    for pairs in moved.values():
+        pairs.sort(key=lambda mc: -abs(mc[1].change_pct))
+        out.append(replace(pairs[0][1], members=tuple(member_change(c, m) for m, c in pairs)))
+    return tuple(sorted(out, key=lambda c: position.get(c.commit, len(position))))
+
+
 def compare_result(comp: Comparison, bench: BenchmarkSpec, medians: Mapping[str, float] | None = None) -> CompareResult:
-    return CompareResult(bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction.value, dict(medians or {}))
+    return CompareResult(
+        bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction.value, dict(medians or {})
+    )

@@ -1,0 +1,127 @@
+"""Schema 4: a result is a group. Each member keeps everything a bisection of it alone reports,
+each culprit lists the members it moved (largest first, with change, CI and posterior), a
+single benchmark is a group of one whose report reads as before, and schema-3 documents
+(tests/fixtures/schema3, written by the last schema-3 attrib) migrate to a group of one and
+render the report that version rendered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from sim_results import GROUP, simulated_group, simulated_result
+
+from attrib.core.model import Status
+from attrib.report.markdown import render
+from attrib.result import RESULT_SCHEMA, BisectResult, dump, from_json, load_result
+from attrib.result.types import MEMBER_FIELDS
+from attrib.result.writer import group_status
+
+SCHEMA3 = Path(__file__).parent / "fixtures" / "schema3"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory: pytest.TempPathFactory) -> BisectResult:
+    return simulated_group(tmp_path_factory.mktemp("group"))
+
+
+@pytest.mark.parametrize("name", ("culprit", "two_culprits", "not_reproduced", "inconclusive"))
+def test_schema3_documents_migrate_to_a_group_of_one_and_render_as_they_did(name):
+    doc = json.loads((SCHEMA3 / f"{name}.json").read_text())
+    assert doc["schema"] == 3 and "members" not in doc
+    result = load_result(SCHEMA3 / f"{name}.json")
+    assert isinstance(result, BisectResult)
+    assert render(result) + "\n" == (SCHEMA3 / f"{name}.md").read_text()
+    (member,) = result.members
+    assert member.label == doc["benchmark"] and member.config == {}
+    for field in MEMBER_FIELDS:
+        if field != "culprits":
+            assert getattr(member, field) == getattr(result, field), field
+    assert [c.commit for c in member.culprits] == [c["commit"] for c in doc["culprits"]]
+    for c, written in zip(result.culprits, doc["culprits"], strict=True):
+        (moved,) = c.members
+        assert (moved.benchmark, moved.change_pct, list(moved.ci_pct), moved.posterior) == (
+            doc["benchmark"], written["change_pct"], written["ci_pct"], written["posterior"])  # fmt: skip
+    # and what it migrates to is a document of today's schema that reads back unchanged
+    assert from_json(json.loads(dump(result))) == result
+
+
+def test_a_single_benchmark_is_a_group_of_one_and_its_report_is_the_golden(tmp_path):
+    result = simulated_result("two_culprits", tmp_path)
+    doc = json.loads(dump(result))
+    assert doc["schema"] == RESULT_SCHEMA == 4
+    assert [m["benchmark"] for m in doc["members"]] == ["gemm_fp16"]
+    assert [[m["benchmark"] for m in c["members"]] for c in doc["culprits"]] == [["gemm_fp16"], ["gemm_fp16"]]
+    assert not result.group and result.view(result.members[0]) == result
+    assert render(result) == (GOLDEN / "two_culprits.md").read_text()  # unchanged by schema 4
+
+
+def test_each_culprit_lists_exactly_the_members_it_moved_largest_first(group):
+    assert group.status is Status.CULPRIT_FOUND
+    planted = {}
+    for name, spec in GROUP.items():
+        for position in spec["steps"]:
+            planted.setdefault(position, []).append(name)
+    assert len(group.culprits) == len(planted) == 2
+    for c, (position, names) in zip(group.culprits, sorted(planted.items()), strict=True):
+        assert c.subject.endswith(f"(step {position})")
+        moved = [m.benchmark for m in c.members]
+        assert sorted(moved) == sorted(names)
+        sizes = [abs(m.change_pct) for m in c.members]
+        assert sizes == sorted(sizes, reverse=True)
+        # the group's record is its largest member's own: change, CI, confirmation
+        top = next(m for m in group.members if m.benchmark == moved[0])
+        own = next(x for x in top.culprits if x.commit == c.commit)
+        assert (c.change_pct, c.ci_pct, c.confirmation) == (own.change_pct, own.ci_pct, own.confirmation)
+        for ch in c.members:
+            mine = next(x for m in group.members if m.benchmark == ch.benchmark for x in m.culprits if x.commit == c.commit)
+            assert (ch.change_pct, ch.ci_pct, ch.posterior, ch.confirmed) == (mine.change_pct, mine.ci_pct, mine.posterior, mine.confirmed)
+
+
+def test_each_member_has_its_own_status_and_everything_a_bisection_of_it_alone_reports(group, tmp_path):
+    statuses = {m.benchmark: m.status for m in group.members}
+    assert statuses == {"gemm_fp16": Status.CULPRIT_FOUND, "gemm_bf16": Status.CULPRIT_FOUND,
+                        "attention": Status.CULPRIT_FOUND, "moe_router": Status.NOT_REPRODUCED}  # fmt: skip
+    for name in GROUP:
+        alone = simulated_group(tmp_path, (name,))
+        (own,) = alone.members
+        member = next(m for m in group.members if m.benchmark == name)
+        assert member == own, name
+    # the lead member (the largest change of the group's status) is at the top, as one bisection's fields
+    assert group.benchmark == "gemm_fp16" and group.commits == group.members[0].commits
+    assert group.samples == sum(m.samples for m in group.members)
+
+
+def test_a_group_survives_its_json_and_the_cli_renders_it(group, tmp_path):
+    doc = json.loads(dump(group))
+    assert from_json(doc) == group
+    assert [m["benchmark"] for m in doc["members"]] == list(GROUP)
+    path = tmp_path / "group.json"
+    path.write_text(dump(group))
+    proc = run_cli("report", str(path))
+    assert proc.code == 0, proc.stderr
+    text = proc.stdout
+    assert text.startswith("# attrib: 4 benchmarks in kernels")
+    assert "**2 culprits found** in 3 of 4 benchmarks" in text
+    assert text.count("<details><summary><code>") == 4  # every member's own report, folded
+    first = text.index("## Culprit 1 of 2")
+    table = text[first : text.index("## Culprit 2 of 2")]
+    assert table.index("`gemm_fp16` | **+") < table.index("`gemm_bf16` | **+")
+    assert "`gemm_fp16`, the largest, per tested commit:" in table and "good " in table
+    assert "| `moe_router` | not reproduced |" in text
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ((Status.NOT_REPRODUCED, Status.CULPRIT_FOUND), Status.CULPRIT_FOUND),
+        ((Status.NOT_REPRODUCED, Status.INCONCLUSIVE), Status.INCONCLUSIVE),
+        ((Status.NOT_REPRODUCED, Status.ERROR), Status.ERROR),
+        ((Status.NOT_REPRODUCED,), Status.NOT_REPRODUCED),
+    ],
+)
+def test_a_groups_status_is_the_most_telling_of_its_members(statuses, expected):
+    assert group_status(list(statuses)) is expected
