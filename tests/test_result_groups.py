@@ -125,3 +125,16 @@ def test_a_group_survives_its_json_and_the_cli_renders_it(group, tmp_path):
 )
 def test_a_groups_status_is_the_most_telling_of_its_members(statuses, expected):
     assert group_status(list(statuses)) is expected
+
+
+def test_history_ingests_each_member_of_a_group_as_its_own_series(group):
+    from attrib.history.attrib_result import parse_attrib_json
+
+    rows = parse_attrib_json(dump(group), "group.json")
+    by_bench: dict[str, list[float]] = {}
+    for r in rows:
+        by_bench.setdefault(r.benchmark, []).append(r.value)
+    assert sorted(by_bench) == sorted(GROUP)
+    for m in group.members:
+        assert by_bench[m.benchmark] == [row.median for row in m.commits if row.median is not None]
+    assert rows[0].row.startswith("members[0].commits[")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
 from attrib.core.model import Direction
 from attrib.errors import IngestError, ResultFormatError
@@ -38,9 +39,16 @@ def parse_attrib_json(text: str, source: str) -> list[ResultRow]:
     _nonempty(result.benchmark, "benchmark", source)
     _nonempty(result.unit, "unit", source)
     if isinstance(result, BisectResult):
-        direction = result.direction
-        pairs = [(f"commits[{i}]", r.commit, r.median) for i, r in enumerate(result.commits) if r.median is not None]
-        # a commit that did not build has no value, and no row
+        # every member of a group is its own series (schema 4); a single benchmark's are the
+        # document's own commits, as every schema wrote them
+        views = [(f"members[{m}].", member) for m, member in enumerate(result.members)] if result.group else [("", None)]
+        out = []
+        for at, member in views:
+            one = result if member is None else result.view(member)
+            config = {} if member is None else member.config
+            pairs = [(f"{at}commits[{i}]", r.commit, r.median) for i, r in enumerate(one.commits) if r.median is not None]
+            # a commit that did not build has no value, and no row
+            out += _rows(pairs, member.benchmark if member else result.benchmark, one.unit, one.direction, config, source)
     else:
         try:
             direction = Direction(result.direction)
@@ -51,13 +59,20 @@ def parse_attrib_json(text: str, source: str) -> list[ResultRow]:
                 source, "", "medians", "missing: this comparison holds only relative shifts (re-run `attrib compare --json`)"
             )
         pairs = [(f"medians.{sha}", sha, v) for sha, v in result.medians.items()]
+        out = _rows(pairs, result.benchmark, result.unit, direction, {}, source)
+    if not out:
+        raise IngestError(source, "", "commits", "no measured commit (every median is null)")
+    return out
+
+
+def _rows(
+    pairs: list[tuple[str, str, float]], benchmark: str, unit: str, direction: Direction, config: Mapping[str, str], source: str
+) -> list[ResultRow]:
     out = []
     for where, sha, value in pairs:
         if not math.isfinite(value):
             raise IngestError(source, where, "median", f"expected a finite number, got {value}")
-        out.append(ResultRow(where, sha, result.benchmark, value, result.unit, direction, None))
-    if not out:
-        raise IngestError(source, "", "commits", "no measured commit (every median is null)")
+        out.append(ResultRow(where, sha, benchmark, value, unit, direction, None, dict(config)))
     return out
 
 
