@@ -72,7 +72,7 @@ def test_github_files_once_then_comments(server, results):
     assert [f.action for f in first] == ["opened"]
     [issue] = server.issues["acme/kernels"]
     assert issue.labels == ["performance-regression", "gemm"]
-    fp = fingerprint("acme/kernels", culprit.commit, "gemm_fp16")
+    fp = fingerprint("acme/kernels", culprit.commit)
     assert f"<!-- attrib-fingerprint: {fp} -->" in issue.body
     assert "cc @ada-l:" in issue.body and culprit.commit in issue.body and "## Tested commits" in issue.body
     assert culprit.subject in issue.title and "+9" in issue.title
@@ -109,7 +109,7 @@ def test_gitlab_files_once_then_comments(server, results):
     assert all(rec.headers["private-token"] == TOKEN for rec in server.received)
     assert all(rec.path.startswith("/projects/gpu%2Fcompilers%2Fnvcc/") for rec in server.received)
     searches = [x for x in server.received if x.method == "GET"]
-    fp = fingerprint("gpu/compilers/nvcc", r.culprits[0].commit, "gemm_fp16")
+    fp = fingerprint("gpu/compilers/nvcc", r.culprits[0].commit)
     assert searches[0].query["search"] == [fp] and searches[0].query["state"] == ["opened"]
 
 

@@ -1,10 +1,13 @@
 """Filing a result into an issue tracker: `--file-issue` and `--comment-on`.
 
-Rules: only a found culprit opens (or updates) an issue; one issue per culprit, deduplicated
-by a hidden fingerprint sha256(project, culprit, benchmark): the same culprit in the same
-tracker project is the same issue, whichever machine or clone bisected it. When an open
-issue with the fingerprint exists, the report is added as a comment instead. Any outcome
-(not reproduced, inconclusive) may go where the caller asked with --comment-on.
+Rules: only a found culprit opens (or updates) an issue; one issue per culprit, whatever the
+benchmarks it moved, deduplicated by a hidden fingerprint sha256(project, culprit): the same
+culprit in the same tracker project is the same issue, whichever machine or clone bisected it
+and whichever group of benchmarks it was found in. An issue filed before groups carries the
+per-benchmark fingerprint sha256(project, culprit, benchmark) and is found by it too. When an
+open issue exists, the report is added as a comment that names the benchmarks the issue did
+not list yet (each issue and comment lists its benchmarks in a hidden marker). Any outcome (not
+reproduced, inconclusive) may go where the caller asked with --comment-on.
 
 The PNG plot goes where the tracker takes it (dir: copies it, GitLab uploads it); where it
 cannot (GitHub's API, a failed upload) the body keeps the sparkline and says in one line why the
@@ -14,18 +17,20 @@ plot is missing and where the PNG is. A plot that did not make it never stops th
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from attrib.core.model import Status
 from attrib.errors import InputError, TargetError
 from attrib.http import Sleep
-from attrib.report.markdown import render_markdown, title
+from attrib.report.group import group_title, issue_lines
+from attrib.report.markdown import member_lines, render_markdown, title
 from attrib.result.types import BisectResult, CulpritRecord
-from attrib.tracker.base import FINGERPRINT_MARK, RUN_MARK, Attached, Posted, Sink, marker
+from attrib.tracker.base import FINGERPRINT_MARK, MEMBERS_MARK, RUN_MARK, Attached, Posted, Sink, marker
 
 DEFAULT_LABEL = "performance-regression"
 KINDS = ("github", "gitlab", "dir")
@@ -115,8 +120,28 @@ def open_sink(target: Target, env: dict[str, str] | None = None, sleep: Sleep | 
     return Directory(target.project)
 
 
-def fingerprint(project: str, culprit: str, benchmark: str) -> str:
-    return hashlib.sha256(f"{project}\n{culprit}\n{benchmark}".encode()).hexdigest()
+def fingerprint(project: str, culprit: str, benchmark: str | None = None) -> str:
+    """A culprit's issue in `project`; with `benchmark`, the per-benchmark fingerprint issues
+    filed before groups carry (still looked for, never written for a culprit again)."""
+    key = f"{project}\n{culprit}" if benchmark is None else f"{project}\n{culprit}\n{benchmark}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def members_marker(labels: Sequence[str]) -> str:
+    # JSON inside an HTML comment: '>' escaped so that no label can end the comment
+    return marker(MEMBERS_MARK, json.dumps(list(labels)).replace(">", "\\u003e"))
+
+
+def named_members(text: str) -> set[str]:
+    """Every benchmark the members markers in an issue's text (body and comments) name."""
+    out: set[str] = set()
+    for m in re.finditer(rf"<!-- {MEMBERS_MARK}: (\[.*?\]) -->", text):
+        try:
+            labels = json.loads(m.group(1))
+        except ValueError:
+            continue  # a marker someone edited: it names nothing
+        out |= {x for x in labels if isinstance(x, str)} if isinstance(labels, list) else set()
+    return out
 
 
 @dataclass(frozen=True)
@@ -149,10 +174,35 @@ def _attach(sink: Sink, plot: Path | None, fp: str, kept: bool, log: Callable[[s
     return Attached(missing=line)
 
 
-def _body(result: BisectResult, fp: str, run_id: str, plot: Attached | None, lead: str = "") -> str:
+def _body(
+    result: BisectResult, fp: str, run_id: str, plot: Attached | None, lead: str = "", culprit: CulpritRecord | None = None
+) -> str:
+    """The markers, the lead line and the report: a single benchmark's whole report; for a
+    group, the culprit with its members and the largest member's report (report/group.py)."""
     marks = f"{marker(FINGERPRINT_MARK, fp)}\n{marker(RUN_MARK, run_id)}\n"
+    if culprit is not None:
+        marks += members_marker([ch.label for ch in culprit.members]) + "\n"
     link, figure = (plot.link, plot.markdown or plot.missing) if plot else (None, None)
+    if culprit is not None and result.group:
+        lines = issue_lines(result, culprit, member_lines)
+        lines += [f"![plot]({link})" if link else figure or "", ""]
+        return marks + (f"{lead}\n\n" if lead else "") + "\n".join(lines)
     return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=link, figure=figure)
+
+
+def _again(project: str, result: BisectResult, c: CulpritRecord, existing: Posted) -> str:
+    """The first line of a comment on a culprit's open issue: the benchmarks this bisection adds
+    to those the issue (and its comments) named; an issue filed before groups names the one
+    benchmark of its fingerprint."""
+    known = named_members(existing.text)
+    known |= {ch.label for ch in c.members if fingerprint(project, c.commit, ch.label) == existing.fingerprint}
+    added = [ch.label for ch in c.members if ch.label not in known]
+    names = ", ".join(f"`{x}`" for x in added)
+    if not c.members or not known:
+        return f"attrib measured this regression again (`{result.benchmark}`, `{c.commit[:10]}`)."
+    if not added:
+        return f"attrib measured this regression again (`{c.commit[:10]}`); it moved no benchmark this issue does not list."
+    return f"attrib measured this regression again (`{c.commit[:10]}`); it also moved {len(added)} benchmark(s) this issue did not list: {names}."
 
 
 def file_issues(
@@ -170,17 +220,20 @@ def file_issues(
         return [Filed("skipped", why)]
     filed = []
     for c in result.culprits:
-        fp = fingerprint(sink.project, c.commit, result.benchmark)
+        fp = fingerprint(sink.project, c.commit)
+        # issues filed before groups: one per (culprit, benchmark)
+        before = [fingerprint(sink.project, c.commit, label) for label in [ch.label for ch in c.members] or [result.benchmark]]
         run_id = uuid.uuid4().hex
-        existing = sink.find_open(fp, labels[0] if labels else None)
-        ref = _attach(sink, plot, fp, plot_kept, log)
+        existing = sink.find_open([fp, *before], labels[0] if labels else None)
+        ref = _attach(sink, plot, existing.fingerprint if existing else fp, plot_kept, log)
         if existing is not None:
-            lead = f"attrib measured this regression again (`{result.benchmark}`, `{c.commit[:10]}`)."
-            posted: Posted = sink.comment(existing.number, _body(result, fp, run_id, ref, lead), run_id)
+            lead = _again(sink.project, result, c, existing)
+            body = _body(result, existing.fingerprint, run_id, ref, lead, c)
+            posted: Posted = sink.comment(existing.number, body, run_id)
             filed.append(Filed("commented", posted.url))
         else:
-            body = _body(result, fp, run_id, ref, _mention(sink, c))
-            posted = sink.create(title(result, c), body, labels, run_id)
+            body = _body(result, fp, run_id, ref, _mention(sink, c), c)
+            posted = sink.create(group_title(result, c) if result.group else title(result, c), body, labels, run_id)
             filed.append(Filed("opened", posted.url))
         log(f"{filed[-1].action}: {filed[-1].where}")
     return filed

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 FINGERPRINT_MARK = "attrib-fingerprint"
 RUN_MARK = "attrib-run"
+MEMBERS_MARK = "attrib-members"  # the benchmarks an issue or comment names, as a JSON list
 MAX_PAGES = 10  # bounded scans: at 100 per page, 1000 open issues or comments
 
 
@@ -15,6 +17,8 @@ MAX_PAGES = 10  # bounded scans: at 100 per page, 1000 open issues or comments
 class Posted:
     number: int
     url: str
+    fingerprint: str = ""  # find_open: which of the fingerprints asked for the issue carries
+    text: str = ""  # find_open: the issue's body, and its comments where the sink has them
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,9 @@ class Sink(Protocol):
     target: str  # "github:acme/kernels": named in every message
     project: str  # the part of the fingerprint that says where: "acme/kernels"
 
-    def find_open(self, fingerprint: str, label: str | None) -> Posted | None: ...
+    def find_open(self, fingerprints: Sequence[str], label: str | None) -> Posted | None:
+        """The open issue carrying one of `fingerprints` (the first matches first), with its text."""
+        ...
 
     def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted: ...
 

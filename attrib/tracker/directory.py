@@ -4,6 +4,7 @@ fingerprint holding report.md (+ plot.png); a repeat appends a comment section t
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,10 +27,12 @@ class Directory:
     def _dir(self, fingerprint: str) -> Path:
         return self.root / fingerprint[:FINGERPRINT_DIR_CHARS]
 
-    def find_open(self, fingerprint: str, label: str | None) -> Posted | None:
-        report = self._dir(fingerprint) / "report.md"
-        if report.exists() and marker("attrib-fingerprint", fingerprint) in report.read_text():
-            return Posted(1, str(report))
+    def find_open(self, fingerprints: Sequence[str], label: str | None) -> Posted | None:
+        for fingerprint in fingerprints:
+            report = self._dir(fingerprint) / "report.md"
+            text = report.read_text() if report.exists() else ""
+            if marker("attrib-fingerprint", fingerprint) in text:
+                return Posted(1, str(report), fingerprint, text)  # the comments are sections of it
         return None
 
     def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted:

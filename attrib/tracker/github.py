@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +35,42 @@ class GitHub:
         )
         self.repo_path = f"/repos/{project}"
 
-    def find_open(self, fingerprint: str, label: str | None) -> Posted | None:
+    def find_open(self, fingerprints: Sequence[str], label: str | None) -> Posted | None:
         # The list endpoint, not the search API: search is indexed with a delay, so an issue
-        # created a moment ago (a POST whose answer was lost) would not be found there.
-        mark = marker("attrib-fingerprint", fingerprint)
+        # created a moment ago (a POST whose answer was lost) would not be found there. One scan
+        # for every fingerprint; the first of them found wins.
+        marks = {marker("attrib-fingerprint", fp): fp for fp in fingerprints}
         params: dict[str, str | int] = {"state": "open", "per_page": 100}
         if label:
             params["labels"] = label
+        found: dict[str, Posted] = {}
         for page in range(1, MAX_PAGES + 1):
             issues = self.http.request(
                 "GET", f"{self.repo_path}/issues", params={**params, "page": page}, need="issues:read"
             )
             for issue in issues:
-                if "pull_request" not in issue and mark in (issue.get("body") or ""):
-                    return Posted(issue["number"], issue["html_url"])
-            if len(issues) < 100:
+                body = issue.get("body") or ""
+                for mark, fp in marks.items():
+                    if "pull_request" not in issue and mark in body and fp not in found:
+                        found[fp] = Posted(issue["number"], issue["html_url"], fp, body)
+            if len(issues) < 100 or (fingerprints and fingerprints[0] in found):
                 break
-        return None
+        hit = next((found[fp] for fp in fingerprints if fp in found), None)
+        if hit is None:
+            return None
+        comments = self._comments(hit.number)
+        return Posted(hit.number, hit.url, hit.fingerprint, "\n".join([hit.text, *comments]))
+
+    def _comments(self, number: int) -> list[str]:
+        out: list[str] = []
+        for page in range(1, MAX_PAGES + 1):
+            comments = self.http.request(
+                "GET", f"{self.repo_path}/issues/{number}/comments", params={"per_page": 100, "page": page}, need="issues:read"
+            )
+            out += [c.get("body") or "" for c in comments]
+            if len(comments) < 100:
+                break
+        return out
 
     def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted:
         fingerprint = _fingerprint_of(body)
@@ -59,7 +79,7 @@ class GitHub:
             f"{self.repo_path}/issues",
             body={"title": title, "body": body, "labels": labels},
             need="issues:write",
-            recheck=lambda: self.find_open(fingerprint, labels[0] if labels else None),
+            recheck=lambda: self.find_open([fingerprint], labels[0] if labels else None),
         )
         return data if isinstance(data, Posted) else Posted(data["number"], data["html_url"])
 

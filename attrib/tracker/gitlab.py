@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,18 @@ class GitLab:
         self.http = HttpClient(base, {"PRIVATE-TOKEN": token}, target=self.target, token_var=TOKEN_VAR, error=TrackerError, **kw)
         self.path = "/projects/" + urllib.parse.quote(project, safe="")
 
-    def find_open(self, fingerprint: str, label: str | None) -> Posted | None:
-        mark = marker("attrib-fingerprint", fingerprint)
-        params: dict[str, str | int] = {"state": "opened", "search": fingerprint, "in": "description", "per_page": 100}
-        for issue in self.http.request("GET", f"{self.path}/issues", params=params, need=NEED_READ):
-            if mark in (issue.get("description") or ""):  # search is by words: check the exact marker
-                return Posted(issue["iid"], issue["web_url"])
+    def find_open(self, fingerprints: Sequence[str], label: str | None) -> Posted | None:
+        # GitLab searches by words: one search per fingerprint, in order, the exact marker checked
+        for fingerprint in fingerprints:
+            mark = marker("attrib-fingerprint", fingerprint)
+            params: dict[str, str | int] = {"state": "opened", "search": fingerprint, "in": "description", "per_page": 100}
+            for issue in self.http.request("GET", f"{self.path}/issues", params=params, need=NEED_READ):
+                body = issue.get("description") or ""
+                if mark in body:
+                    params = {"sort": "asc", "order_by": "created_at", "per_page": 100}
+                    notes = self.http.request("GET", f"{self.path}/issues/{issue['iid']}/notes", params=params, need=NEED_READ)
+                    text = "\n".join([body, *(n.get("body") or "" for n in notes)])
+                    return Posted(issue["iid"], issue["web_url"], fingerprint, text)
         return None
 
     def create(self, title: str, body: str, labels: list[str], run_id: str) -> Posted:
@@ -47,7 +54,7 @@ class GitLab:
             f"{self.path}/issues",
             body={"title": title, "description": body, "labels": ",".join(labels)},
             need=NEED_WRITE,
-            recheck=lambda: self.find_open(fingerprint, None),
+            recheck=lambda: self.find_open([fingerprint], None),
         )
         return data if isinstance(data, Posted) else Posted(data["iid"], data["web_url"])
 
