@@ -8,7 +8,10 @@
   4. while the bad end is still worse than the latest culprit, search again after it, and,
      since the posterior finds the largest step rather than the first, before it too:
      several culprits in one range are found one after another;
-  5. optionally, revert each culprit on top of bad and show the regression goes away.
+  5. a culprit that rolls a dependency's pin (a submodule, a pin file) is descended into: the
+     dependency's own range old..new is bisected by a whole bisection of its own, the
+     superproject fixed at the roll's parent and the dependency at each candidate (recursive);
+  6. optionally, revert each culprit on top of bad and show the regression goes away.
 
 The steps beside the segment searches are modules of segment/ too: preflight.py (1),
 remaining.py (whether a stretch is still worth searching, 4), revert_check.py (5) and
@@ -29,12 +32,22 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
-from attrib.core.model import Note, NoteKind, Purpose, SearchMethod, Status, Step, Verdict
+from attrib.core.model import Note, NoteKind, Purpose, RollRelation, SearchMethod, Status, Step, Verdict
 from attrib.core.stats import TestConfig, min_change_shift
 from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
 from attrib.evaluate.runners import Runner
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Culprit, Outcome, OutOfTime, Reverter, SmallerStep, Unresolved
+from attrib.outcome import (
+    CommitGraph,
+    Culprit,
+    Dependencies,
+    Outcome,
+    OutOfTime,
+    Reverter,
+    Roll,
+    SmallerStep,
+    Unresolved,
+)
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import culprit_range, out_of_time
 from attrib.segment.posterior_search import PosteriorSearch
@@ -68,8 +81,12 @@ class Bisection:
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
         method: SearchMethod = SearchMethod.POSTERIOR,
+        dependencies: Dependencies | None = None,
     ) -> None:
         self.repo = repo
+        self.dependencies = dependencies
+        # what a descent into a roll builds its own bisection with (the same search, inside)
+        self._inner = (runner, bench, config, seed, events, probes, round_context, deadline, clock, method)
         self.bench = bench
         self.method = method
         ignore = min_change_shift(bench.ignore_pct)
@@ -173,7 +190,7 @@ class Bisection:
                 inner = self.descend(found)
                 if inner == [found]:  # a merge's inner culprits counted their own steps
                     self.remaining.found.append(found.confirmation)
-                culprits.extend(inner)
+                culprits.extend(self.into_rolls(c) for c in inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it
                 # is searched too, when its end is still worse than the reference
@@ -209,6 +226,27 @@ class Bisection:
             replace(c, via_merge=found.commit, posterior=c.posterior * scale, range_posterior=c.range_posterior * scale)
             for c in inner
         ]
+
+    def into_rolls(self, found: Culprit) -> Culprit:
+        """A culprit that rolls dependencies: each forward roll's range is bisected inside the
+        dependency (a Bisection of its own over the dependency's graph and a builder of the
+        superproject at the roll's parent with the dependency at each candidate); a roll that
+        cannot be searched is kept with why."""
+        if self.dependencies is None or found.ambiguous_with:
+            return found
+        rolls = []
+        for src in self.dependencies.rolls(found.commit):
+            if src.relation is not RollRelation.FORWARD or src.graph is None or src.builder is None:
+                rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why))
+                continue
+            runner, bench, config, seed, events, probes, round_context, deadline, clock, method = self._inner
+            self.scope.phase(Step.ROLL, (found.commit, src.old, src.new), len(src.graph.first_parent_chain(src.old, src.new)))
+            inside = Bisection(
+                src.graph, src.builder, runner, bench, config, seed, events, probes=probes, round_context=round_context,
+                deadline=deadline, clock=clock, method=method, dependencies=src.inner,
+            )  # fmt: skip
+            rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why, inside.run(src.old, src.new)))
+        return replace(found, rolls=tuple(rolls)) if rolls else found
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:
         account = self.evidence.account([good, bad, *(c.commit for c in culprits)])

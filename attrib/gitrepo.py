@@ -146,6 +146,19 @@ class GitRepo:
     def merge_base(self, a: str, b: str) -> str:
         return str(self.git.merge_base(a, b)).strip()
 
+    def merge_bases(self, a: str, b: str) -> list[str]:
+        """Every best common ancestor of a and b; [] when their histories never meet."""
+        try:
+            return str(self.git.merge_base("--all", a, b)).split()
+        except git.GitCommandError as exc:
+            if exc.status == 1:
+                return []
+            raise
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self._repo.git_dir)
+
     def info(self, sha: str) -> CommitInfo:
         c = self._repo.commit(sha)
         if c.parents:
@@ -289,6 +302,26 @@ def resolve_submodule_url(base: str, url: str) -> str:
         elif part not in (".", ""):
             head = f"{head}/{part}"
     return head
+
+
+def tree_with_gitlinks(git_dir: Path, sha: str, links: dict[str, str], scratch_index: Path) -> str:
+    """The tree `sha` would have with these gitlinks moved ({path: commit}): the tree a commit
+    that only rolls those pins would have, so such a commit and the build of its parent with
+    the pins overridden share one key. Written to `git_dir`'s objects (a mirror of ours)."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(scratch_index)}
+    scratch_index.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        for args in (
+            ["read-tree", sha],
+            *(["update-index", "--add", "--cacheinfo", f"{GITLINK_MODE},{c},{p}"] for p, c in sorted(links.items())),
+        ):
+            subprocess.run(["git", "--git-dir", str(git_dir), *args], env=env, check=True, capture_output=True)
+        out = subprocess.run(["git", "--git-dir", str(git_dir), "write-tree"], env=env, check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        raise RepoError(f"{git_dir}: cannot write the tree of {sha[:10]} with moved pins: {exc.stderr!s}") from None
+    finally:
+        scratch_index.unlink(missing_ok=True)
+    return out.stdout.strip()
 
 
 def has_commit(git_dir: Path, sha: str) -> bool:

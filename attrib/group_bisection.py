@@ -29,7 +29,7 @@ from attrib.evaluate.evaluation import Builder
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.shared import SharedBuilder, SharedRuns
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Found, GroupOutcome, Member, Reverter
+from attrib.outcome import CommitGraph, Dependencies, Found, GroupOutcome, Member, Reverter
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.group_search import GroupSearch
 from attrib.segment.scope import SegmentSearch
@@ -82,9 +82,11 @@ class GroupBisection:
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
         method: SearchMethod = SearchMethod.POSTERIOR,
+        dependencies: Dependencies | None = None,
     ) -> None:
         """`next_phase`: called before each step taken for all members at once (each shared
-        process's SharedRuns.next_phase)."""
+        process's SharedRuns.next_phase). `dependencies`: each member descends into a roll it
+        names (bisection.py)."""
         self.repo = repo
         self.method = method
         self._phase = next_phase
@@ -94,6 +96,7 @@ class GroupBisection:
             self.members[m] = Bisection(
                 repo, shared, run.runner, run.bench, config, seed + i, events, probes=probes, reverter=reverter,
                 round_context=run.round_context, paths=paths, deadline=deadline, clock=clock, method=method,
+                dependencies=dependencies,
             )  # fmt: skip
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:

@@ -29,6 +29,7 @@ from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
 from attrib.result.gather import provenance
 from attrib.result.writer import RunContext, build_result, compare_result
+from attrib.rolls import superproject
 from attrib.workdir import WorkDir, default_root
 
 
@@ -198,7 +199,7 @@ def run_bisect(
             p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
             round_context=tools.executor.round,
             paths=p.recipe.search_paths, deadline=None if budget is None else start + budget,
-            method=p.recipe.search_method,
+            method=p.recipe.search_method, dependencies=superproject(tools.builder, p.repo),
         )
         outcome = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
         executor_info = tools.executor.describe()

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, Status, Verdict
-from attrib.evaluate.evaluation import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
+from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, RollRelation, Status, Verdict
+from attrib.evaluate.evaluation import ArtifactNote, Builder, CommitRecord, Comparison, Drift, PhaseTimes
 
 
 class CommitGraph(Protocol):
@@ -23,6 +23,30 @@ class CommitGraph(Protocol):
     def info(self, sha: str) -> CommitInfo: ...
     def first_parent_chain(self, good: str, bad: str) -> list[str]: ...
     def merge_base(self, a: str, b: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class RollSource:
+    """A dependency one commit rolls: where it sits, its two pins, how they relate, and for a
+    forward roll what searching it needs: the dependency's own commit graph, a builder that
+    builds the superproject fixed at the roll's parent with the dependency at a candidate, and
+    the same for the dependencies inside it (recursion)."""
+
+    path: str  # in the superproject's checkout
+    url: str
+    old: str
+    new: str
+    relation: RollRelation
+    why: str = ""  # the relation in words, or why the pins could not be had
+    graph: CommitGraph | None = None
+    builder: Builder | None = None
+    inner: Dependencies | None = None
+
+
+class Dependencies(Protocol):
+    """The dependencies a commit rolls (evaluate/rolls.py; none for a tree without them)."""
+
+    def rolls(self, sha: str) -> list[RollSource]: ...
 
 
 # Makes a commit that reverts `culprit` on top of `onto`; None when the revert conflicts.
@@ -49,6 +73,7 @@ class Culprit:
     range_posterior: float = math.nan  # P(it is this commit or one it is ambiguous with)
     via_merge: str | None = None  # set when found inside a merge's second-parent line
     revert: RevertCheck | None = None
+    rolls: tuple[Roll, ...] = ()  # the dependencies this commit rolls, each searched or said why not
 
     @property
     def confirmed(self) -> bool:
@@ -91,6 +116,20 @@ class Unresolved:
     first_bad: str
     commits: tuple[str, ...]  # the candidates inside, ending with first_bad
     causes: tuple[Cause, ...]
+
+
+@dataclass(frozen=True)
+class Roll:
+    """A culprit's roll of one dependency, and what searching the dependency's range found
+    (`outcome`: a whole bisection of old..new inside it; None when the roll is not forward)."""
+
+    path: str
+    url: str
+    old: str
+    new: str
+    relation: RollRelation
+    why: str = ""
+    outcome: Outcome | None = None
 
 
 @dataclass(frozen=True)

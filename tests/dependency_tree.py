@@ -105,10 +105,97 @@ def kernel(path: Path, noise_pct: float, pins: list[dict[str, tuple[Repo, str]]]
     repo = Repo.init(path)
     base = {"build.sh": BUILD_SH, "bench.sh": BENCH_SH, "noise": f"{noise_pct}\n"}
     for i, links in enumerate(pins):
-        files = {**base, "README": f"kernel revision {i}\n"} if i == 0 else {"README": f"kernel revision {i}\n"}
+        # a roll changes the pins only, as a roll commit does
+        files = {**base, "README": f"kernel revision {i}\n"} if i == 0 else {} if links else {"README": f"kernel revision {i}\n"}
         repo.commit(f"kernel change {i}" if not links or i == 0 else f"roll {', '.join(links)}", files, links)
     return repo
 
 
 def recipe_text(min_change_pct: float = 3.0) -> str:
     return RECIPE.format(min_change_pct=min_change_pct)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One tree of a family, and what a bisection of good..bad must end with: `chain`, the roll
+    in the kernel then the commit in each dependency below it; `ambiguous`, the untestable
+    commits the innermost may be ambiguous with; `relation`, how the roll moves the pin."""
+
+    name: str
+    kernel: Repo
+    good: str
+    bad: str
+    chain: tuple[str, ...]
+    n_super: int
+    n_dep: int
+    ambiguous: tuple[str, ...] = ()
+    relation: str = "forward"
+
+
+def _pins(n_super: int, roll: int, first: dict[str, tuple[Repo, str]], rolled: dict[str, tuple[Repo, str]]):
+    pins: list[dict[str, tuple[Repo, str]]] = [{} for _ in range(n_super)]
+    pins[0], pins[roll] = first, rolled
+    return pins
+
+
+def _costs(n: int, culprit: int, before: int = 100, step: int = 6, broken: tuple[int, ...] = ()) -> list[str]:
+    return ["broken" if i in broken else str(before + step if i >= culprit else before) for i in range(n)]
+
+
+def family(name: str, root: Path, n_super: int = 12, n_dep: int = 16, noise_pct: float = 1.0, at: float = 0.6) -> Family:
+    """The families of benchmarks/dependency_rolls.py (and the tests): the kernel rolls its
+    compiler at commit `roll` from the compiler's first commit to its last; the compiler's step
+    is at `culprit`."""
+    roll, culprit = max(1, int(n_super * at)), max(1, int(n_dep * at))
+    path = "third_party/compiler"
+    if name == "roll":
+        c = dependency(root / "compiler", _costs(n_dep, culprit))
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
+        return Family(name, k, k.commits[0], k.commits[-1], (k.commits[roll], c.commits[culprit]), n_super, n_dep)
+    if name == "two-rolled":  # the docs dependency rolls in the same commit and changes nothing
+        c = dependency(root / "compiler", _costs(n_dep, culprit))
+        d = dependency(root / "docs", ["0"] * n_dep)
+        first = {path: (c, c.commits[0]), "third_party/docs": (d, d.commits[0])}
+        rolled = {path: (c, c.commits[-1]), "third_party/docs": (d, d.commits[-1])}
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, first, rolled))
+        return Family(name, k, k.commits[0], k.commits[-1], (k.commits[roll], c.commits[culprit]), n_super, n_dep)
+    if name == "nested":  # the compiler rolls its llvm once, and the step is in llvm
+        llvm = dependency(root / "llvm", _costs(n_dep, culprit, before=50))
+        links = [{"llvm": (llvm, llvm.commits[0 if i < n_dep // 2 else -1])} for i in range(n_dep)]
+        c = dependency(root / "compiler", ["100"] * n_dep, links)
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
+        chain = (k.commits[roll], c.commits[n_dep // 2], llvm.commits[culprit])
+        return Family(name, k, k.commits[0], k.commits[-1], chain, n_super, n_dep)
+    if name == "broken-inside":  # the compiler commit just before the step does not build
+        c = dependency(root / "compiler", _costs(n_dep, culprit, broken=(culprit - 1,)))
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
+        chain = (k.commits[roll], c.commits[culprit])
+        return Family(name, k, k.commits[0], k.commits[-1], chain, n_super, n_dep, ambiguous=(c.commits[culprit - 1],))
+    if name == "backwards":  # the kernel pinned a newer, faster compiler and rolls back to an old one
+        c = dependency(root / "compiler", _costs(n_dep, culprit, before=106, step=-6))
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[-1])}, {path: (c, c.commits[0])}))
+        return Family(name, k, k.commits[0], k.commits[-1], (k.commits[roll],), n_super, n_dep, relation="backward")
+    if name == "unrelated":  # the roll pins a commit of another history in the same repository
+        c = dependency(root / "compiler", _costs(n_dep, n_dep))
+        git(c.path, "checkout", "-q", "--orphan", "rewrite")
+        c.commit("compiler rewritten", {"cost.txt": "106\n"})
+        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
+        return Family(name, k, k.commits[0], k.commits[-1], (k.commits[roll],), n_super, n_dep, relation="unrelated")
+    raise ValueError(f"no family {name!r}")
+
+
+FAMILIES = ("roll", "two-rolled", "nested", "broken-inside", "backwards", "unrelated")
+
+
+def chain_of(culprit: dict) -> tuple[list[str], list[dict]]:
+    """(the shas a result's culprit names, roll then each commit inside; the roll records
+    walked), following at each level the first roll that names a commit."""
+    shas, rolls = [culprit["commit"]], []
+    while culprit.get("rolls"):
+        roll = next((r for r in culprit["rolls"] if r["culprits"]), culprit["rolls"][0])
+        rolls.append(roll)
+        if not roll["culprits"]:
+            break
+        culprit = roll["culprits"][0]
+        shas.append(culprit["commit"])
+    return shas, rolls

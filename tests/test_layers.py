@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("result", ("attrib.result",)),
     ("report", ("attrib.report",)),
     ("sinks and progress", ("attrib.tracker", "attrib.progress")),
-    ("job", ("attrib.job",)),
+    ("job", ("attrib.job", "attrib.rolls")),
     ("history", ("attrib.history",)),
     ("daemon", ("attrib.daemon",)),
     (

@@ -150,6 +150,7 @@ class Step(StrEnum):
     MORE_SAMPLES = "more_samples"  # `count` undecided commits at the boundary get more rounds
     CONFIRMING = "confirming"  # commits = (culprit, the commit it is confirmed against)
     MERGE = "merge"  # commits[0] is a merge: searching the `count` commits it brought in
+    ROLL = "roll"  # commits[0] rolls a dependency's pin: searching the `count` commits of it, commits = (roll, old, new)
     REVERT_CHECK = "revert_check"  # commits = (bad, culprit): bad with the culprit reverted
     FINISHED = "finished"  # `status`
 
@@ -176,6 +177,16 @@ class Phase:
     per_comparison_s: float | None = None  # its mean time per measured comparison; None before one
     noise: NoiseAdvice | None = None
     status: Status | None = None
+
+
+class RollRelation(StrEnum):
+    """How a roll moves a dependency's pin: only a forward roll has a range to search."""
+
+    FORWARD = "forward"  # the old pin is an ancestor of the new one
+    BACKWARD = "backward"  # the new pin is an ancestor of the old one: the roll undoes commits
+    DIVERGED = "diverged"  # they share history, but neither contains the other
+    UNRELATED = "unrelated"  # no common history: the dependency was replaced
+    UNAVAILABLE = "unavailable"  # the dependency's repository or a pin could not be fetched
 
 
 class VerifyMode(StrEnum):

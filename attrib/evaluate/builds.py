@@ -47,8 +47,8 @@ class CheckoutBuilder:
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
-        pins = self.checkouts.key_lines(commit.sha, overrides)
-        blob = "\n".join([commit.tree, *pins, self.spec.cache_identity(), self.executor.identity()])
+        tree, pins = self.checkouts.identity(commit.sha, commit.tree, overrides)
+        blob = "\n".join([tree, *pins, self.spec.cache_identity(), self.executor.identity()])
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def build(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> BuildRecord:

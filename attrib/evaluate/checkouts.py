@@ -8,12 +8,14 @@ candidate and every job of the work dir. `overrides` put a dependency at another
 pin (the descent into a roll, bisection.py): {path in the superproject: commit}.
 
 Pins live in the commit's tree (a gitlink names its commit), so the tree a build key already
-holds decides every pin below it; `key_lines` adds what the tree does not say: that submodules
+holds decides every pin below it; `identity` adds what the tree does not say: that submodules
 are checked out, and the overrides.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -30,6 +32,7 @@ from attrib.gitrepo import (
     mirror_url,
     resolve_submodule_url,
     submodule_urls,
+    tree_with_gitlinks,
 )
 from attrib.workdir import WorkDir
 
@@ -54,15 +57,44 @@ class Checkouts:
         self.fetched: set[str] = set()  # URLs fetched by this job: never twice
         self.fetches = 0  # git fetches and clones this job ran (tests and benchmarks read it)
 
-    def key_lines(self, sha: str, overrides: Overrides = NO_OVERRIDES) -> list[str]:
-        """What a build key adds to the tree: nothing for a tree without submodules (its key
-        stays as it always was), else the top-level pins and every override that moves one."""
+    def identity(self, sha: str, tree: str, overrides: Overrides = NO_OVERRIDES) -> tuple[str, list[str]]:
+        """What a build key is made of for `sha` with `overrides`: (the tree, extra lines). A
+        tree without submodules keeps its key as it always was (no lines). With submodules the
+        key says they are checked out; pins moved at the top are in the tree (the tree a commit
+        rolling only those pins has: that commit's build is shared), pins moved deeper are lines.
+        An override that holds a pin where it is changes nothing."""
         links = gitlinks(self.mirror.path, sha)
-        moved = {p: c for p, c in overrides.items() if links.get(p) != c}
-        if not links and not moved:
-            return []
-        pins = {**links, **moved}
-        return ["submodules: recursive", *(f"pin {p} {c}" for p, c in sorted(pins.items()))]
+        if not links and not overrides:
+            return tree, []
+        moved = self._moved(self.mirror.path, sha, self.origin, "", overrides)
+        top = {p: c for p, c in moved.items() if p in links}
+        if top:
+            scratch = self.workdir.scratch(f"index-{os.getpid()}-{threading.get_ident()}")
+            tree = tree_with_gitlinks(self.mirror.path, sha, top, scratch)
+        nested = {p: c for p, c in moved.items() if p not in links}
+        return tree, ["submodules: recursive", *(f"pin {p} {c}" for p, c in sorted(nested.items()))]
+
+    def _moved(self, git_dir: Path, sha: str, base_url: str, prefix: str, overrides: Overrides) -> dict[str, str]:
+        """The overrides under `prefix` that put a dependency elsewhere than its pin at `sha`;
+        one whose pin cannot be read here (no mirror yet) counts as moved."""
+        links = gitlinks(git_dir, sha)
+        urls = submodule_urls(git_dir, sha) if links else {}
+        moved = {p: c for p, c in overrides.items() if p.startswith(prefix) and p[len(prefix) :] not in links}
+        for rel, pin in links.items():
+            full = prefix + rel
+            at = overrides.get(full, pin)
+            if at != pin:
+                moved[full] = at
+            deeper = {p: c for p, c in overrides.items() if p.startswith(full + "/")}
+            if not deeper:
+                continue
+            url = resolve_submodule_url(base_url, urls.get(rel, ""))
+            sub = self.workdir.submodule_mirror(url)
+            if rel in urls and (sub / "HEAD").exists() and has_commit(sub, at):
+                moved |= self._moved(sub, at, url, full + "/", deeper)
+            else:
+                moved |= deeper
+        return moved
 
     def make(self, sha: str, path: Path, overrides: Overrides = NO_OVERRIDES) -> str:
         """A fresh checkout of `sha` at `path` with its submodules; "" when it is ready, else
@@ -82,7 +114,7 @@ class Checkouts:
                 return f"submodule {full}: .gitmodules of {sha[:10]} gives no url for it"
             url = resolve_submodule_url(base_url, urls[rel])
             try:
-                sub = self._mirror_holding(url, pin, full)
+                sub = self.mirror_holding(url, pin, full)
                 with file_lock(self.workdir.submodule_lock(url)):
                     add_worktree(sub, pin, root / rel)
             except RepoError as exc:
@@ -91,7 +123,7 @@ class Checkouts:
                 return reason
         return ""
 
-    def _mirror_holding(self, url: str, pin: str, full: str) -> Path:
+    def mirror_holding(self, url: str, pin: str, full: str) -> Path:
         """The work dir's mirror of `url`, fetched first only when it lacks `pin` and this job
         has not fetched it yet."""
         self.rule.check(url)

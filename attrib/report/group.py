@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from attrib.core.model import Status
+from attrib.report.chain import rolls_section
 from attrib.report.plot import sparkline
 from attrib.result.types import BisectResult, CulpritRecord, MemberResult
 
@@ -117,7 +118,7 @@ def culprit_lines(result: BisectResult, c: CulpritRecord, index: int, total: int
         out.append("- static kernel metrics (registers, spills, shared memory, binary size): unchanged")
     elif c.static_diff_unavailable:
         out.append(f"- static kernel diff: unavailable ({cell(c.static_diff_unavailable)})")
-    return out + ["", "Reproduce the largest change:", "", "```sh", c.reproduce, "```", ""]
+    return out + ["", "Reproduce the largest change:", "", "```sh", c.reproduce, "```", ""] + rolls_section(c)
 
 
 def members_overview(result: BisectResult) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from attrib.core.blocks import BlockReason
 from attrib.core.model import RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
+from attrib.report.chain import chain_text, rolls_section
 from attrib.report.group import cell as _cell
 from attrib.report.group import culprit_lines, group_headline, member_sections, members_overview, static_diff_table
 from attrib.report.group import fmt_ci as _fmt_ci
@@ -104,7 +105,7 @@ def resolve_text(u: UnresolvedRange, s: Settings) -> str:
 def _culprit_phrase(c: CulpritRecord) -> str:
     amb = f" (or one of {len(c.ambiguous_with)} untestable commits before it)" if c.ambiguous_with else ""
     below = ", below the minimum change" if c.below_minimum else ""
-    return f'"{c.subject}" by {c.author}, **{c.change_pct:+.1f} %** {_fmt_ci(c.ci_pct)}{below} (`{c.commit[:10]}`){amb}'
+    return f'"{c.subject}" by {c.author}, **{c.change_pct:+.1f} %** {_fmt_ci(c.ci_pct)}{below} (`{c.commit[:10]}`){amb}{chain_text(c)}'
 
 
 def _below_text(c: CulpritRecord, s: Settings) -> str:
@@ -126,7 +127,7 @@ def headline(result: BisectResult) -> str:
         below = f", below the minimum change of {result.settings.min_change_pct:g} %" if c.below_minimum else ""
         return (
             f'**Culprit found** in "{c.subject}" by {c.author}: **{c.change_pct:+.1f} %** '
-            f"{_fmt_ci(c.ci_pct)}{below} on `{bench}` (`{c.commit[:10]}`){amb}"
+            f"{_fmt_ci(c.ci_pct)}{below} on `{bench}` (`{c.commit[:10]}`){amb}{chain_text(c)}"
         )
     if status is Status.CULPRIT_FOUND:
         return (
@@ -200,7 +201,7 @@ def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status, s
     elif c.static_diff_unavailable:
         out.append(f"- static kernel diff: unavailable ({_cell(c.static_diff_unavailable)})")
     out += ["", "Reproduce this comparison:", "", "```sh", c.reproduce, "```", ""]
-    return out
+    return out + rolls_section(c)
 
 
 def _gpu_lines(gpus: tuple[Mapping[str, Any], ...]) -> list[str]:

@@ -173,6 +173,8 @@ def phase_text(phase: Phase) -> str:
             return f"confirming {c[0]} against {c[1]}"
         case Step.MERGE:
             return f"{c[0]} is a merge: searching the {phase.count} commits it brought in"
+        case Step.ROLL:
+            return f"{c[0]} rolls a dependency from {c[1]} to {c[2]}: searching its {phase.count} commits"
         case Step.REVERT_CHECK:
             return f"revert check: {c[0]} with {c[1]} reverted"
         case Step.FINISHED:

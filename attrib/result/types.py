@@ -22,6 +22,7 @@ from attrib.core.model import (
     Note,
     Purpose,
     RevertStatus,
+    RollRelation,
     SearchMethod,
     Status,
     Verdict,
@@ -121,6 +122,9 @@ class CulpritRecord:
     # The group's culprit (BisectResult.culprits): every member it moved, largest change first.
     # () in a member's own list (MemberResult.culprits), where the member is the one it moved.
     members: tuple[MemberChange, ...] = ()
+    # The dependencies this commit rolls (a submodule's pin), each with the search of its own
+    # range inside (the chain: roll -> the dependency's commit); () for any other commit.
+    rolls: tuple[RollRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,31 @@ class MemberChange:
 def member_label(benchmark: str, config: Mapping[str, str]) -> str:
     """`gemm` or `gemm[dtype=bf16,gpu=H100]` (outcome.Member.label, from a document's fields)."""
     return benchmark if not config else benchmark + "[" + ",".join(f"{k}={v}" for k, v in sorted(config.items())) + "]"
+
+
+@dataclass(frozen=True)
+class RollRecord:
+    """One dependency a culprit rolls: its path, repository and pins, how they relate, and the
+    bisection of old..new (first parent) inside it, with the superproject held at the roll's
+    parent. A roll that is not forward was not searched: `why` says so, `status` is None."""
+
+    path: str
+    url: str
+    old: str
+    new: str
+    relation: RollRelation
+    why: str = ""
+    status: Status | None = None  # of the search inside the dependency
+    range_commits: int = 0
+    total_change_pct: float | None = None  # new pin against old, the superproject at the parent
+    total_ci_pct: tuple[float, float] | None = None
+    culprits: tuple[CulpritRecord, ...] = ()  # commits of the dependency
+    unresolved: tuple[UnresolvedRange, ...] = ()
+    commits: tuple[CommitRow, ...] = ()
+    build_failures: tuple[BuildFailure, ...] = ()
+    builds: int = 0
+    samples: int = 0
+    reproduce: str = ""  # the bisection of the roll alone, which descends into it again
 
 
 @dataclass(frozen=True)

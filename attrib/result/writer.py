@@ -26,7 +26,7 @@ from attrib.evaluate.builds import log_tail
 from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
-from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck
+from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck, Roll
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
     MEMBER_FIELDS,
@@ -48,6 +48,7 @@ from attrib.result.types import (
     RecipeRef,
     RevertRecord,
     Role,
+    RollRecord,
     Settings,
     SmallerStepRecord,
     Tool,
@@ -213,7 +214,11 @@ def _executor(name: str, info: ExecutorDescription | None) -> ExecutorInfo:
     return ExecutorInfo.of(ExecutorKind(name), info)
 
 
-def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff]) -> tuple[CulpritRecord, ...]:
+def _culprits(
+    outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff], roll_of: tuple[str, str] | None = None
+) -> tuple[CulpritRecord, ...]:
+    """`roll_of`: (the roll's parent, the roll) when these are a dependency's commits, found
+    inside that roll: what reproduces them is the bisection of the roll, which descends again."""
     direction = ctx.bench.direction
     total_shift = outcome.preflight.estimate.shift
     out = []
@@ -243,12 +248,49 @@ def _culprits(outcome: Outcome, ctx: RunContext, static: Mapping[str, StaticDiff
                 size_p=_prob(c.size_p),
                 below_minimum=below_minimum(c.confirmation.estimate.shift, ctx.bench.min_change_pct),
                 revert=_revert(c.revert, direction),
-                reproduce=compare_command(ctx, c.last_good, c.commit),
+                reproduce=compare_command(ctx, c.last_good, c.commit) if roll_of is None else reproduce_command(ctx, *roll_of),
                 static_diff=None if diff is None or diff.unavailable else dict(diff.changed),
                 static_diff_unavailable=diff.unavailable if diff is not None and diff.unavailable else None,
+                rolls=tuple(_roll(r, ctx, outcome.commits[c.commit].info.parents[0], c.commit, roll_of) for r in c.rolls),
             )
         )
     return tuple(out)
+
+
+def _roll(roll: Roll, ctx: RunContext, parent: str, commit: str, outer: tuple[str, str] | None) -> RollRecord:
+    """A culprit's roll and the search inside it. The reproduce command of every level below
+    the superproject bisects the superproject's roll, which descends to it again."""
+    at = outer or (parent, commit)
+    out = roll.outcome
+    if out is None:
+        return RollRecord(roll.path, roll.url, roll.old, roll.new, roll.relation, roll.why, reproduce=reproduce_command(ctx, *at))
+    change, ci = _pct_ci(out.preflight, ctx.bench.direction) if out.preflight.diffs else (None, None)
+    return RollRecord(
+        roll.path, roll.url, roll.old, roll.new, roll.relation, roll.why,
+        status=out.status,
+        range_commits=len(out.order) - 1,
+        total_change_pct=change,
+        total_ci_pct=ci,
+        culprits=_culprits(out, ctx, {}, at),
+        unresolved=_unresolved(out),
+        commits=_commit_rows(out),
+        build_failures=_build_failures(out),
+        builds=sum(1 for r in out.commits.values() if r.build is not None),
+        samples=sum(len(r.samples) for r in out.commits.values()),
+        reproduce=reproduce_command(ctx, *at),
+    )  # fmt: skip
+
+
+def _unresolved(outcome: Outcome) -> tuple[UnresolvedRange, ...]:
+    return tuple(UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), tuple(u.causes)) for u in outcome.unresolved)
+
+
+def _build_failures(outcome: Outcome) -> tuple[BuildFailure, ...]:
+    return tuple(
+        BuildFailure(sha, rec.info.subject, rec.build.reason, rec.build.log_path, log_tail(rec.build))
+        for sha, rec in outcome.commits.items()
+        if rec.build is not None and not rec.build.ok
+    )
 
 
 def _commit_rows(outcome: Outcome) -> tuple[CommitRow, ...]:
@@ -322,16 +364,10 @@ def _single_result(outcome: Outcome, ctx: RunContext, provenance: Provenance, ev
         range_commits=len(outcome.order) - 1,
         builds_fresh=ctx.builds_fresh,
         builds_cached=sum(1 for b in built if b.cached),
-        build_failures=tuple(
-            BuildFailure(sha, rec.info.subject, rec.build.reason, rec.build.log_path, log_tail(rec.build))
-            for sha, rec in outcome.commits.items()
-            if rec.build is not None and not rec.build.ok
-        ),
+        build_failures=_build_failures(outcome),
         comparisons=tuple(comparison_record(c, direction) for c in outcome.comparisons),
         notes=tuple(outcome.notes),
-        unresolved=tuple(
-            UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), tuple(u.causes)) for u in outcome.unresolved
-        ),
+        unresolved=_unresolved(outcome),
         drift=tuple(
             DriftRecord(d.commit, drift_role.get(d.commit, DriftRole.CULPRIT), d.blocks, round(d.change_pct, 3))
             for d in outcome.drift

@@ -1,0 +1,87 @@
+"""Descent into a roll: a culprit that moves a submodule's pin is bisected inside the
+dependency (the superproject at the roll's parent, the dependency at each candidate), through
+the real CLI on trees with real submodules (tests/dependency_tree.py): the commit inside is
+named with the roll as its context, recursively, for the one of two rolled dependencies that
+matters, with an honest range around a build failure; a backward or unrelated roll is named
+as the roll, saying why. Build counts are bounded by ceil(log2 N_super) + ceil(log2 N_dep) + 6."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from dependency_tree import chain_of, family, recipe_text
+
+
+def _bisect(tmp_path: Path, fam) -> dict:
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(recipe_text())
+    out, report = tmp_path / "result.json", tmp_path / "report.md"
+    res = run_cli(
+        "bisect", "--repo", fam.kernel.path, "--good", fam.good, "--bad", fam.bad, "--recipe", recipe,
+        "--workdir", tmp_path / "work", "--json", out, "--report", report,
+    )  # fmt: skip
+    assert res.code == 0, res.stdout + res.stderr
+    result = json.loads(out.read_text())
+    assert run_cli("report", out).code == 0  # the result reads back through its schema
+    return result
+
+
+def _budget(fam) -> int:
+    """ceil(log2 N_super) + ceil(log2 N_dep) + 6, with a ceil(log2 N_dep) for each level of
+    dependency the chain goes through (a nested submodule: two)."""
+    return math.ceil(math.log2(fam.n_super)) + (len(fam.chain) - 1) * math.ceil(math.log2(fam.n_dep)) + 6
+
+
+@pytest.mark.parametrize("name", ["roll", "two-rolled", "nested"])
+def test_the_commit_inside_the_roll_is_named(tmp_path: Path, name: str):
+    fam = family(name, tmp_path / "trees")
+    result = _bisect(tmp_path, fam)
+    assert result["status"] == "culprit_found"
+    assert len(result["culprits"]) == 1
+    shas, rolls = chain_of(result["culprits"][0])
+    assert shas == list(fam.chain)
+    assert all(r["relation"] == "forward" and r["status"] == "culprit_found" for r in rolls)
+    assert result["builds_fresh"] <= _budget(fam)
+    report = (tmp_path / "report.md").read_text()
+    assert f"inside the roll of `{rolls[0]['path']}`" in report
+    assert all(r["reproduce"].startswith("attrib bisect") for r in rolls)
+
+
+def test_of_two_dependencies_rolled_at_once_only_the_one_that_matters_names_a_commit(tmp_path: Path):
+    fam = family("two-rolled", tmp_path / "trees")
+    result = _bisect(tmp_path, fam)
+    rolls = {r["path"]: r for r in result["culprits"][0]["rolls"]}
+    assert set(rolls) == {"third_party/compiler", "third_party/docs"}
+    assert rolls["third_party/docs"]["status"] == "not_reproduced" and not rolls["third_party/docs"]["culprits"]
+    assert [c["commit"] for c in rolls["third_party/compiler"]["culprits"]] == [fam.chain[1]]
+
+
+def test_a_build_failure_inside_the_roll_is_an_honest_range(tmp_path: Path):
+    """As at the top: the step is named with the untestable commit before it it may also be."""
+    fam = family("broken-inside", tmp_path / "trees")
+    result = _bisect(tmp_path, fam)
+    shas, rolls = chain_of(result["culprits"][0])
+    inside = rolls[0]
+    assert shas == list(fam.chain)
+    assert inside["culprits"][0]["ambiguous_with"] == list(fam.ambiguous)
+    assert [f["commit"] for f in inside["build_failures"]] == list(fam.ambiguous)
+    assert "not a cost: broken" in inside["build_failures"][0]["log_tail"]
+    assert "or one of 1 untestable before it" in (tmp_path / "report.md").read_text()
+    assert result["builds_fresh"] <= _budget(fam)
+
+
+@pytest.mark.parametrize("name", ["backwards", "unrelated"])
+def test_a_roll_that_is_not_forward_is_named_as_the_roll_with_why(tmp_path: Path, name: str):
+    fam = family(name, tmp_path / "trees")
+    result = _bisect(tmp_path, fam)
+    assert result["status"] == "culprit_found"
+    (culprit,) = result["culprits"]
+    assert culprit["commit"] == fam.chain[0]
+    (roll,) = culprit["rolls"]
+    assert roll["relation"] == fam.relation and roll["status"] is None and not roll["culprits"]
+    assert {"backward": "ancestor of the old", "unrelated": "no common history"}[fam.relation] in roll["why"]
+    assert roll["why"] in (tmp_path / "report.md").read_text()
