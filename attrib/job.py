@@ -7,12 +7,12 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import assert_never
 
 from attrib.bisection import Bisection
-from attrib.core.model import CommitInfo, Purpose, VerifyMode
+from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import CheckoutBuilder
@@ -202,6 +202,7 @@ def run_bisect(
             method=p.recipe.search_method, dependencies=superproject(tools.builder, p.repo),
         )
         outcome = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
+        outcome = replace(outcome, notes=(*outcome.notes, *_cache_checks(tools.builder, outcome)))
         executor_info = tools.executor.describe()
     ctx = RunContext(
         repo=p.repo.path,
@@ -220,6 +221,24 @@ def run_bisect(
     # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
     evidence = evidence_of(tools.runner, _culprit_steps(outcome))
     return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
+
+
+def _cache_checks(builder: CheckoutBuilder, outcome: Outcome) -> list[Note]:
+    """Each culprit's two ends built again with nothing served from the compiler cache: the
+    verdict that names a culprit rests on those two binaries, so a cache that served a wrong
+    object there is said, never silent (a build per end the cache served; none without a cache).
+    Those builds count in the run's build time."""
+    notes = []
+    ends = dict.fromkeys(sha for c in outcome.culprits for sha in (c.last_good, c.commit))
+    for sha in ends:
+        rec = outcome.commits.get(sha)
+        if rec is None or rec.build is None:
+            continue
+        differs, seconds = builder.differs_without_cache(rec.info, rec.build)
+        outcome.times.build_s += seconds
+        if differs:
+            notes.append(Note(NoteKind.CACHE_MISMATCH, (sha,)))
+    return notes
 
 
 def _culprit_steps(outcome: Outcome) -> list[Step]:

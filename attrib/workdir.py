@@ -60,5 +60,9 @@ class WorkDir:
     def mirror_lock(self) -> Path:
         return self.lock("mirror")
 
+    def compiler_cache(self, tool: str) -> Path:
+        """A compiler cache's directory when the recipe names none ([build] cache_dir)."""
+        return self.root / "compiler-cache" / tool
+
     def scratch(self, name: str) -> Path:
         return self.root / "scratch" / name

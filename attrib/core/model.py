@@ -124,6 +124,9 @@ class NoteKind(StrEnum):
     # No longer written (the unpaired gap missed a culprit under load: segment/remaining.py); kept
     # so that results that carry it still read and word it
     NOTHING_BETWEEN = "nothing_between"
+    # commits[0]'s artifacts built again without the compiler cache differ from what was built with
+    # it (the cache served a wrong object): its verdicts came from a binary the tree does not make
+    CACHE_MISMATCH = "cache_mismatch"
     TEXT = "text"  # a note of a result written before notes were structured (schema <= 2): `text`
 
 
@@ -236,6 +239,24 @@ class CommitInfo:
         return len(self.parents) > 1
 
 
+class BuildHow(StrEnum):
+    """How a build's artifacts came to be (evaluate/build_step.py)."""
+
+    CLEAN = "clean"  # the recipe's commands in a fresh checkout
+    INCREMENTAL = "incremental"  # in a build directory carried over from an already-built commit
+    PREBUILT = "prebuilt"  # unpacked from an archive the recipe named, nothing compiled
+
+
+@dataclass(frozen=True)
+class CacheServed:
+    """What the recipe's compiler cache served one build (evaluate/compiler_cache.py)."""
+
+    tool: str = ""  # the [build] cache it ran under; "" when none
+    hits: int = 0  # compilations the cache served
+    misses: int = 0  # compilations it ran and stored
+    note: str = ""  # why the recipe's cache was not used, or its figures are unknown
+
+
 @dataclass(frozen=True)
 class BuildRecord:
     """One build of one commit, as the builder wrote it down (evaluate/builds.py). It sits here,
@@ -253,3 +274,5 @@ class BuildRecord:
     cached: bool = False
     artifact: str = ""  # content digest of the [build] artifacts; "" when none are declared
     artifact_files: tuple[tuple[str, str], ...] = ()  # (path, sha256) of each artifact file
+    how: BuildHow = BuildHow.CLEAN
+    cache: CacheServed = CacheServed()

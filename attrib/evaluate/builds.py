@@ -1,6 +1,7 @@
 """Builds, cached by (commit tree and pins, recipe [build] section, executor identity).
 
-A build is a checkout (evaluate/checkouts.py: the worktree and its submodules) plus the recipe's build commands run in it; with `[build] artifacts` its
+A build is a checkout (evaluate/checkouts.py: the worktree and its submodules) plus the recipe's build commands run in it
+(evaluate/build_step.py: under the compiler cache the recipe asks for); with `[build] artifacts` its
 record also carries the content digest of what the benchmark runs (evaluate/artifacts.py). Its record is written only
 after the build has finished, atomically, so an interrupted build is simply redone. A failed
 build is cached too: bisecting the same range again neither rebuilds nor retries it.
@@ -14,9 +15,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
-from attrib.core.model import BuildRecord, CommitInfo
+from attrib.core.model import BuildHow, BuildRecord, CacheServed, CommitInfo
 from attrib.evaluate.artifacts import hash_artifacts
+from attrib.evaluate.build_step import BuildStep
 from attrib.evaluate.checkouts import NO_OVERRIDES, Checkouts, Overrides
+from attrib.evaluate.compiler_cache import default_dir
 from attrib.evaluate.executors import Executor
 from attrib.fsutil import atomic_write_text, file_lock
 from attrib.gitrepo import Mirror, origin_of
@@ -44,6 +47,8 @@ class CheckoutBuilder:
         self.executor = executor
         self.spec = spec
         self.checkouts = checkouts or Checkouts(workdir, mirror, origin=origin_of(mirror.source.path))
+        cache_dir = default_dir(spec, workdir.compiler_cache(spec.cache)) if spec.cache else None
+        self.step = BuildStep(executor, spec, cache_dir)
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
@@ -64,11 +69,39 @@ class CheckoutBuilder:
             self.fresh_builds += 1
             return record
 
+    def differs_without_cache(
+        self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES
+    ) -> tuple[bool, float]:
+        """Whether `commit` built again with nothing served from the compiler cache gives other
+        artifacts than `record` (a build that was served some), and the seconds that build
+        took. The check costs a build; it needs the recipe's artifacts, and there is nothing to
+        check in a build the cache served nothing."""
+        if not (record.ok and record.artifact and record.cache.hits):
+            return False, 0.0
+        key = f"{record.key}-uncached"
+        checkout = self.workdir.scratch(key)
+        log_path = self.workdir.build_log(key)
+        step, hashed = None, None
+        with file_lock(self.workdir.lock(key)):
+            try:
+                if not self.checkouts.make(commit.sha, checkout, overrides):
+                    with open(log_path, "w", encoding="utf-8") as log:
+                        log.write(f"# attrib build of {commit.sha} without the compiler cache, to check {record.key}\n")
+                        step = self.step.run(key, checkout, log, bypass_cache=True)
+                    hashed = None if step.reason else hash_artifacts(checkout, self.spec.artifacts)
+            finally:
+                self.mirror.discard(checkout)
+        seconds = step.duration_s if step is not None else 0.0
+        # a build that fails or hashes nothing now says nothing about the cache: not a mismatch
+        return hashed is not None and not isinstance(hashed, str) and hashed.digest != record.artifact, seconds
+
     def _load(self, record_path: Path) -> BuildRecord | None:
         try:
             data = json.loads(record_path.read_text())
             files = tuple(tuple(f) for f in data.pop("artifact_files", ()))
-            record = BuildRecord(**{**data, "cached": True, "artifact_files": files})
+            how = BuildHow(data.pop("how", BuildHow.CLEAN))
+            cache = CacheServed(**data.pop("cache", {}))
+            record = BuildRecord(**{**data, "cached": True, "artifact_files": files, "how": how, "cache": cache})
         except (OSError, ValueError, TypeError):
             return None
         if record.ok and not Path(record.checkout).is_dir():
@@ -80,27 +113,15 @@ class CheckoutBuilder:
         log_path = self.workdir.build_log(key)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         reason = self.checkouts.make(commit.sha, checkout, overrides)
-        total = 0.0
         with open(log_path, "w", encoding="utf-8") as log:
             log.write(f"# attrib build of {commit.sha} (tree {commit.tree}) with {self.executor.identity()}\n")
             for path, sha in sorted(overrides.items()):
                 log.write(f"# with {path} at {sha}\n")
             if reason:
                 log.write(f"\n# checkout failed: {reason}\n")
-            for command in self.spec.commands if not reason else ():
-                log.write(f"$ {command}\n")
-                log.flush()
-                res = self.executor.shell(checkout, command, self.spec.env, self.spec.timeout_s)
-                total += res.duration_s
-                log.write(res.stdout)
-                log.write(res.stderr)
-                if res.timed_out:
-                    reason = f"timed out after {self.spec.timeout_s:g} s in `{command}`"
-                elif res.returncode != 0:
-                    reason = f"exit {res.returncode} from `{command}`"
-                if reason:
-                    log.write(f"\n# build failed: {reason}\n")
-                    break
+            step = self.step.run(key, checkout, log) if not reason else None
+        reason = reason or (step.reason if step is not None else "")
+        seconds = step.duration_s if step is not None else 0.0
         artifact, files = "", cast(tuple[tuple[str, str], ...], ())
         if not reason and self.spec.artifacts:
             hashed = hash_artifacts(checkout, self.spec.artifacts)
@@ -113,5 +134,6 @@ class CheckoutBuilder:
         if reason:
             self.mirror.discard(checkout)  # an unusable checkout is only disk used
         return BuildRecord(
-            key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), total, False, artifact, files
-        )
+            key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), seconds, False,
+            artifact, files, BuildHow.CLEAN if step is None else step.how, CacheServed() if step is None else step.cache,
+        )  # fmt: skip

@@ -7,6 +7,7 @@ rest of attrib uses.
 
 from attrib.recipe.model import (
     BLOCK_STATISTICS,
+    COMPILER_CACHES,
     CUPY_METRICS,
     CUPY_MODES,
     DEFAULT_ARCHS,
@@ -27,6 +28,7 @@ from attrib.recipe.model import (
     TIME_UNITS,
     BenchmarkSpec,
     BuildSpec,
+    CompilerCache,
     CupySpec,
     GbenchSpec,
     NvbenchSpec,
@@ -45,10 +47,10 @@ from attrib.recipe.slurm import (
 )
 
 __all__ = [
-    "BLOCK_STATISTICS", "CUPY_METRICS", "CUPY_MODES", "DEFAULT_ARCHS", "DEFAULT_BLOCK_MS", "DEFAULT_BUILD_TIMEOUT_S",
+    "BLOCK_STATISTICS", "COMPILER_CACHES", "CUPY_METRICS", "CUPY_MODES", "DEFAULT_ARCHS", "DEFAULT_BLOCK_MS", "DEFAULT_BUILD_TIMEOUT_S",
     "DEFAULT_GBENCH_UNIT", "DEFAULT_MEMORY", "DEFAULT_BISECT_MIN_CHANGE_PCT", "DEFAULT_NVBENCH_UNIT", "DEFAULT_REPS",
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
-    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CupySpec", "GbenchSpec", "NvbenchSpec",
+    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
     "NvbenchStopping", "Recipe", "RunnerKind", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
 ]

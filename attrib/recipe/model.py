@@ -25,6 +25,7 @@ DEFAULT_RUN_TIMEOUT_S = 120.0
 DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one block
 DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has DEFAULT_DETECT_MIN_CHANGE_PCT)
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
+DEFAULT_CACHE_SIZE = "5g"  # [build] cache_size: what the compiler cache may hold
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
 # What ptxas reports about a compiled kernel that a recipe may bisect on (evaluate/gpu/metrics.py
@@ -38,6 +39,17 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # gbench/nvbench sa
 GBENCH_TIMES = tuple(GbenchTime)
 DEFAULT_GBENCH_UNIT = "ns"  # Google Benchmark's own default time unit
 DEFAULT_NVBENCH_UNIT = "ms"  # as the cupy runner: GPU kernels take micro- to milliseconds
+
+
+class CompilerCache(StrEnum):
+    """[build] cache: the compiler cache a build runs under (docs/recipes.md). It never changes
+    what a build produces, so it is not part of a build's cache key."""
+
+    CCACHE = "ccache"
+    SCCACHE = "sccache"
+
+
+COMPILER_CACHES = tuple(CompilerCache)
 
 
 class RunnerKind(StrEnum):
@@ -115,12 +127,19 @@ class BuildSpec:
     cpus: float | None = None
     memory: str = DEFAULT_MEMORY
     artifacts: tuple[str, ...] = ()  # globs of what the benchmark runs: hashed after each build
+    # the compiler cache (evaluate/compiler_cache.py): which, how large, and where when not in the
+    # work dir (an absolute path: on Slurm a directory every node shares)
+    cache: CompilerCache | None = None
+    cache_size: str = DEFAULT_CACHE_SIZE
+    cache_dir: str | None = None
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
         fields = asdict(self)
         if not fields["artifacts"]:
             del fields["artifacts"]  # keeps the cache keys of recipes that declare none
+        for name in ("cache", "cache_size", "cache_dir"):
+            del fields[name]  # a compiler cache serves the objects the compiler would write
         blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -31,12 +31,14 @@ from attrib.recipe.checks import (
 )
 from attrib.recipe.model import (
     BLOCK_STATISTICS,
+    COMPILER_CACHES,
     CUPY_METRICS,
     CUPY_MODES,
     DEFAULT_ARCHS,
     DEFAULT_BISECT_MIN_CHANGE_PCT,
     DEFAULT_BLOCK_MS,
     DEFAULT_BUILD_TIMEOUT_S,
+    DEFAULT_CACHE_SIZE,
     DEFAULT_GBENCH_UNIT,
     DEFAULT_MEMORY,
     DEFAULT_NVBENCH_UNIT,
@@ -50,6 +52,7 @@ from attrib.recipe.model import (
     TIME_UNITS,
     BenchmarkSpec,
     BuildSpec,
+    CompilerCache,
     CupySpec,
     GbenchSpec,
     NvbenchSpec,
@@ -89,6 +92,9 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "network": (_BOOL, False),
     "cpus": (_POS_NUM, False),
     "memory": (_MEMORY, False),
+    "cache": (_enum(COMPILER_CACHES), False),
+    "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
+    "cache_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path (on Slurm: a directory every node shares)"), False),
 }
 _SEARCH: dict[str, tuple[Check, bool]] = {
     "paths": (
@@ -247,6 +253,9 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
     if "image" in build_t and "dockerfile" in build_t:
         raise ConfigError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
+    for key in ("cache_size", "cache_dir"):
+        if key in build_t and "cache" not in build_t:
+            raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
     for i, bench_t in enumerate(data["benchmark"]):
@@ -317,6 +326,9 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
             memory=build_t.get("memory", DEFAULT_MEMORY),
             artifacts=tuple(build_t.get("artifacts", ())),
+            cache=CompilerCache(build_t["cache"]) if "cache" in build_t else None,
+            cache_size=build_t.get("cache_size", DEFAULT_CACHE_SIZE).lower(),
+            cache_dir=build_t.get("cache_dir"),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,

@@ -315,6 +315,7 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
             f"- artifacts of `{n.a[:10]}` and `{n.b[:10]}` differ only by an embedded {' and '.join(n.traps)}: "
             "they were measured as different builds; a reproducible build (docs/recipes.md) would have saved that"
         )
+    lines += _build_lines(result)
     t = result.phase_times_s
     if t.build or t.measure or t.decide:
         lines.append(
@@ -329,6 +330,21 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
     if lines:
         out += ["## Where the work went", "", *lines, ""]
     return out
+
+
+def _build_lines(result: BisectResult) -> list[str]:
+    """What the compiler cache served the builds of this run, and why it served some none."""
+    builds = [c.build for c in result.commits if c.build is not None and c.build.ok and not c.build.cached]
+    served = [b.cache for b in builds if b.cache.tool]
+    lines = []
+    if served:
+        hits, misses = sum(c.hits for c in served), sum(c.misses for c in served)
+        lines.append(
+            f"- compiler cache ({served[0].tool}): {hits} compilation(s) served, {misses} compiled, over {len(served)} build(s)"
+        )
+    notes = sorted({b.cache.note for b in builds if b.cache.note})
+    lines += [f"- compiler cache: {note}" for note in notes]
+    return lines
 
 
 def render_markdown(result: BisectResult, plot: str | None = None, figure: str | None = None) -> str:

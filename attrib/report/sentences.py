@@ -135,6 +135,12 @@ def note_text(note: Note) -> str:
             return f"the time budget ran out with {note.count} commit(s) open after {c[0]}{cost}"
         case NoteKind.MERGE_ITSELF:
             return f"the merge {c[0]} itself causes the change: its second parent alone does not"
+        case NoteKind.CACHE_MISMATCH:
+            return (
+                f"WARNING: {c[0]} built again without the compiler cache gives other artifacts than the build"
+                " it was measured with: the cache served a wrong object, so its verdicts are not to be trusted;"
+                " clear the cache and bisect again"
+            )
         case NoteKind.TEXT:
             return note.text
     raise AssertionError(note.kind)

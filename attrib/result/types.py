@@ -16,6 +16,8 @@ from typing import Any
 
 from attrib.core.blocks import BlockChoice
 from attrib.core.model import (
+    BuildHow,
+    CacheServed,
     Cause,
     DecisionRule,
     Direction,
@@ -181,6 +183,8 @@ class BuildInfo:
     cached: bool
     reason: str
     log: str
+    how: BuildHow = BuildHow.CLEAN  # how it was built and what the compiler cache served it
+    cache: CacheServed = CacheServed()
 
 
 @dataclass(frozen=True)

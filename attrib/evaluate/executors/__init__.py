@@ -27,6 +27,10 @@ def check_executor(name: str, build: BuildSpec | None = None, recipe_dir: Path |
     from attrib.errors import InputError
 
     kind = executor_kind(name)
+    if build is not None:
+        from attrib.evaluate.compiler_cache import require_tool
+
+        require_tool(build, kind)
     if kind is ExecutorKind.DOCKER:
         from attrib.evaluate.executors.docker import DEFAULT_IMAGE, connect, require_image
 
@@ -71,12 +75,18 @@ def make_executor(
         from attrib.evaluate.executors.local import LocalExecutor
 
         return LocalExecutor()
+    from attrib.evaluate.compiler_cache import CONTAINER_DIR, default_dir
     from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
     from attrib.evaluate.images import build_recipe_image
+    from attrib.workdir import WorkDir
 
     spec = build or BuildSpec(commands=("true",))
     client = connect()
     image = spec.image or DEFAULT_IMAGE
     if spec.dockerfile:
         image = build_recipe_image(client, (recipe_dir or Path.cwd()) / spec.dockerfile)
-    return DockerExecutor(image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir)
+    cache = default_dir(spec, WorkDir((workdir or Path.cwd()).resolve()).compiler_cache(spec.cache)) if spec.cache else None
+    return DockerExecutor(
+        image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir,
+        mounts={cache: CONTAINER_DIR} if cache else None,
+    )  # fmt: skip

@@ -66,6 +66,7 @@ class DockerExecutor:
         memory: str = DEFAULT_MEMORY,
         client: docker.DockerClient | None = None,
         workdir: Path | None = None,
+        mounts: Mapping[Path, str] | None = None,
     ) -> None:
         self.client = client or connect()
         img = require_image(self.client, image)
@@ -80,6 +81,9 @@ class DockerExecutor:
         self.labels = {LABEL: self.run_id, WORKDIR_LABEL: str(workdir or "")}
         runtimes = self.client.info().get("Runtimes") or {}
         self.gpus = "nvidia" in runtimes
+        # host directories every container sees besides its checkout (the compiler cache); one
+        # that cannot be made is left out, and the build step says why its cache is not used
+        self.mounts = {str(host): {"bind": inside, "mode": "rw"} for host, inside in (mounts or {}).items() if _made(host)}
         self._owned: set[Path] = set()
         self._live: dict[Path, Container] = {}
         self._lock = threading.Lock()
@@ -103,13 +107,14 @@ class DockerExecutor:
     def _user(self, checkout: Path) -> str:
         if os.geteuid() != 0:
             return f"{os.getuid()}:{os.getgid()}"  # the checkout is ours already
-        if checkout not in self._owned:
-            # root on the host: hand the checkout to the image's build user, never build as root
-            for root, dirs, files in os.walk(checkout):
-                for name in (*dirs, *files):
-                    os.lchown(os.path.join(root, name), BUILD_UID, BUILD_UID)
-            os.lchown(checkout, BUILD_UID, BUILD_UID)
-            self._owned.add(checkout)
+        for tree in (checkout, *(Path(host) for host in self.mounts)):
+            if tree not in self._owned:
+                # root on the host: hand the tree to the image's build user, never build as root
+                for root, dirs, files in os.walk(tree):
+                    for name in (*dirs, *files):
+                        os.lchown(os.path.join(root, name), BUILD_UID, BUILD_UID)
+                os.lchown(tree, BUILD_UID, BUILD_UID)
+                self._owned.add(tree)
         return f"{BUILD_UID}:{BUILD_UID}"
 
     def _container(self, checkout: Path) -> Container:
@@ -125,8 +130,8 @@ class DockerExecutor:
                     ["sleep", "infinity"],
                     detach=True,
                     working_dir=CONTAINER_WORKDIR,
-                    volumes={str(checkout): {"bind": CONTAINER_WORKDIR, "mode": "rw"}},
                     user=self._user(checkout),
+                    volumes={str(checkout): {"bind": CONTAINER_WORKDIR, "mode": "rw"}, **self.mounts},
                     # the engine may run without a bridge (dockerd --bridge=none): host or nothing
                     network_mode="host" if self.network else "none",
                     mem_limit=self.memory,
@@ -186,6 +191,14 @@ class DockerExecutor:
             False,
             time.monotonic() - start,
         )
+
+
+def _made(directory: Path) -> bool:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
 
 
 def leftover_containers(client: docker.DockerClient, workdir: Path | None = None) -> list[str]:

@@ -1,0 +1,79 @@
+"""What happens between a ready checkout and its artifacts: the recipe's build commands, run by
+the executor under the compiler cache the recipe asks for (evaluate/compiler_cache.py).
+
+`BuildStep` is the one thing CheckoutBuilder (evaluate/builds.py) calls once the checkout is made;
+making the checkout (worktree, submodules) and the build key are the builder's. A cache that
+cannot serve (its directory not writable, the tool not there) never fails a build: the build
+runs without it, and the record and the log say why in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from attrib.core.model import BuildHow, CacheServed
+from attrib.evaluate.compiler_cache import CompilerCacheUse
+from attrib.evaluate.executors import Executor
+from attrib.recipe import BuildSpec
+
+
+@dataclass(frozen=True)
+class StepResult:
+    reason: str  # why the build failed; "" when it did not
+    duration_s: float
+    how: BuildHow = BuildHow.CLEAN
+    cache: CacheServed = CacheServed()
+
+
+class BuildStep:
+    def __init__(self, executor: Executor, spec: BuildSpec, cache_dir: Path | None = None) -> None:
+        self.executor = executor
+        self.spec = spec
+        self.cache = CompilerCacheUse(spec, cache_dir, executor) if spec.cache and cache_dir else None
+
+    def run(self, key: str, checkout: Path, log: TextIO, *, bypass_cache: bool = False) -> StepResult:
+        """The recipe's commands in `checkout`. `bypass_cache`: nothing is served from the cache
+        (the builder's check of a cached build against one without it)."""
+        env, note = dict(self.spec.env), ""
+        cache = self.cache
+        if cache is not None:
+            note = cache.unusable(self.executor, checkout)
+            if note:
+                log.write(f"# compiler cache not used: {note}\n")
+                cache = None
+            else:
+                cache.start(key)
+                env |= cache.env(key, checkout) | (cache.bypass() if bypass_cache else {})
+        reason, total = self._commands(key, checkout, env, cache, log)
+        if cache is None:
+            return StepResult(reason, total, cache=CacheServed(note=note))
+        counts = cache.counts(key)
+        if counts is None:
+            note = f"what {cache.tool} served this build could not be read"
+            log.write(f"# {note}\n")
+            return StepResult(reason, total, cache=CacheServed(cache.tool.value, note=note))
+        log.write(f"# {cache.tool}: {counts.hits} hit(s), {counts.misses} miss(es)\n")
+        return StepResult(reason, total, cache=CacheServed(cache.tool.value, counts.hits, counts.misses))
+
+    def _commands(
+        self, key: str, checkout: Path, env: dict[str, str], cache: CompilerCacheUse | None, log: TextIO
+    ) -> tuple[str, float]:
+        total, reason = 0.0, ""
+        for index, command in enumerate(self.spec.commands):
+            log.write(f"$ {command}\n")
+            log.flush()
+            wrapped = cache.wrap(command, key, index) if cache is not None else command
+            res = self.executor.shell(checkout, wrapped, env, self.spec.timeout_s)
+            total += res.duration_s
+            log.write(res.stdout)
+            log.write(res.stderr)
+            if res.timed_out:
+                reason = f"timed out after {self.spec.timeout_s:g} s in `{command}`"
+            elif res.returncode != 0:
+                reason = f"exit {res.returncode} from `{command}`"
+            if reason:
+                log.write(f"\n# build failed: {reason}\n")
+                break
+        return reason, total

