@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,7 @@ def test_the_cache_keys_parse_and_bad_ones_name_the_key():
         ('cache_size = "2g"\n', "build.cache_size"),
         ('cache = "ccache"\ncache_size = "lots"\n', "build.cache_size"),
         ('cache = "sccache"\ncache_dir = "relative/dir"\n', "build.cache_dir"),
+        ("cache_check = false\n", "build.cache_check"),
     ):
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             _parse(extra)
@@ -153,6 +155,8 @@ def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path
     rec = served.build(commit)
     assert rec.ok and rec.cache.hits == 2, rec
     assert served.differs_without_cache(commit, rec)[0]  # the -O2 binary differs from what was served
+    served.spec = replace(served.spec, cache_check=False)
+    assert served.differs_without_cache(commit, rec) == (False, 0.0)  # the recipe turned the check off
 
 
 @needs_ccache

@@ -75,8 +75,8 @@ class CheckoutBuilder:
         """Whether `commit` built again with nothing served from the compiler cache gives other
         artifacts than `record` (a build that was served some), and the seconds that build
         took. The check costs a build; it needs the recipe's artifacts, and there is nothing to
-        check in a build the cache served nothing."""
-        if not (record.ok and record.artifact and record.cache.hits):
+        check in a build the cache served nothing, nor with `[build] cache_check = false`."""
+        if not (self.spec.cache_check and record.ok and record.artifact and record.cache.hits):
             return False, 0.0
         key = f"{record.key}-uncached"
         checkout = self.workdir.scratch(key)

@@ -132,13 +132,14 @@ class BuildSpec:
     cache: CompilerCache | None = None
     cache_size: str = DEFAULT_CACHE_SIZE
     cache_dir: str | None = None
+    cache_check: bool = True  # each culprit's two ends built again with nothing served, digests compared
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
         fields = asdict(self)
         if not fields["artifacts"]:
             del fields["artifacts"]  # keeps the cache keys of recipes that declare none
-        for name in ("cache", "cache_size", "cache_dir"):
+        for name in ("cache", "cache_size", "cache_dir", "cache_check"):
             del fields[name]  # a compiler cache serves the objects the compiler would write
         blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()

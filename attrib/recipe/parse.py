@@ -94,6 +94,7 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "memory": (_MEMORY, False),
     "cache": (_enum(COMPILER_CACHES), False),
     "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
+    "cache_check": (_BOOL, False),
     "cache_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path (on Slurm: a directory every node shares)"), False),
 }
 _SEARCH: dict[str, tuple[Check, bool]] = {
@@ -253,7 +254,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
     if "image" in build_t and "dockerfile" in build_t:
         raise ConfigError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
-    for key in ("cache_size", "cache_dir"):
+    for key in ("cache_size", "cache_dir", "cache_check"):
         if key in build_t and "cache" not in build_t:
             raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
     benches: list[BenchmarkSpec] = []
@@ -329,6 +330,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             cache=CompilerCache(build_t["cache"]) if "cache" in build_t else None,
             cache_size=build_t.get("cache_size", DEFAULT_CACHE_SIZE).lower(),
             cache_dir=build_t.get("cache_dir"),
+            cache_check=bool(build_t.get("cache_check", True)),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
