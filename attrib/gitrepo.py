@@ -210,6 +210,18 @@ class Mirror:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.git.worktree("add", "--detach", "--force", str(path), sha)
 
+    def move(self, path: Path, sha: str, keep: str) -> None:
+        """Put the worktree at `path` (one of this mirror's) at `sha` in place: files that do not
+        change keep their times, which is what an incremental build's make or ninja reads;
+        untracked files go, except under `keep` (the build directory)."""
+        tree = git.Repo(path).git
+        tree.checkout("--detach", "--force", sha)
+        tree.clean("-ffdxq", "-e", f"/{keep.strip('/')}")
+
+    def changed_files(self, a: str, b: str) -> int:
+        """How many files differ between two commits' trees."""
+        return len([x for x in str(self.git.diff("--name-only", a, b)).splitlines() if x])
+
     def revert(self, culprit: str, onto: str, scratch: Path) -> str | None:
         """A commit that reverts `culprit` on top of `onto`, kept under refs/attrib/ in the
         mirror (never in the user's repository); None when the revert does not apply cleanly."""

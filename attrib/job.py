@@ -224,9 +224,10 @@ def run_bisect(
 
 
 def _cache_checks(builder: CheckoutBuilder, outcome: Outcome) -> list[Note]:
-    """Each culprit's two ends built again with nothing served from the compiler cache: the
-    verdict that names a culprit rests on those two binaries, so a cache that served a wrong
-    object there is said, never silent (a build per end the cache served; none without a cache).
+    """Each culprit's two ends built again clean (a fresh checkout, nothing served from the
+    compiler cache): the verdict that names a culprit rests on those two binaries, so a cache or
+    an incremental tree that gave a wrong one there is said, never silent (a build per end the
+    cache served or an incremental tree built; none for a clean build without a cache).
     Those builds count in the run's build time."""
     notes = []
     ends = dict.fromkeys(sha for c in outcome.culprits for sha in (c.last_good, c.commit))
@@ -234,7 +235,7 @@ def _cache_checks(builder: CheckoutBuilder, outcome: Outcome) -> list[Note]:
         rec = outcome.commits.get(sha)
         if rec is None or rec.build is None:
             continue
-        differs, seconds = builder.differs_without_cache(rec.info, rec.build)
+        differs, seconds = builder.differs_from_clean(rec.info, rec.build)
         outcome.times.build_s += seconds
         if differs:
             notes.append(Note(NoteKind.CACHE_MISMATCH, (sha,)))

@@ -104,7 +104,7 @@ def test_the_cache_serves_the_neighbour_and_never_changes_a_binary(make_tree, tm
         assert clean.cache == CacheServed()
         assert clean.artifact == rec.artifact and clean.artifact_files == rec.artifact_files
     # and a binary built with the cache is the one built without it: nothing to flag
-    assert not any(cached.differs_without_cache(c, r)[0] for c, r in zip(shas, records, strict=True))
+    assert not any(cached.differs_from_clean(c, r)[0] for c, r in zip(shas, records, strict=True))
 
 
 @needs_ccache
@@ -154,9 +154,9 @@ def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path
     served = builder("served")
     rec = served.build(commit)
     assert rec.ok and rec.cache.hits == 2, rec
-    assert served.differs_without_cache(commit, rec)[0]  # the -O2 binary differs from what was served
+    assert served.differs_from_clean(commit, rec)[0]  # the -O2 binary differs from what was served
     served.spec = replace(served.spec, cache_check=False)
-    assert served.differs_without_cache(commit, rec) == (False, 0.0)  # the recipe turned the check off
+    assert served.differs_from_clean(commit, rec) == (False, 0.0)  # the recipe turned the check off
 
 
 @needs_ccache

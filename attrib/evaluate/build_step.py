@@ -1,21 +1,24 @@
 """What happens between a ready checkout and its artifacts: the recipe's build commands, run by
-the executor under the compiler cache the recipe asks for (evaluate/compiler_cache.py).
+the executor under the compiler cache the recipe asks for (evaluate/compiler_cache.py), in an
+incremental tree when the recipe allows one (evaluate/incremental.py), else in the checkout.
 
 `BuildStep` is the one thing CheckoutBuilder (evaluate/builds.py) calls once the checkout is made;
 making the checkout (worktree, submodules) and the build key are the builder's. A cache that
 cannot serve (its directory not writable, the tool not there) never fails a build: the build
-runs without it, and the record and the log say why in one line.
+runs without it, and the record and the log say why in one line. An incremental build that
+fails is built again clean in the checkout, and the record says which it was (`how`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from attrib.core.model import BuildHow, CacheServed
 from attrib.evaluate.compiler_cache import CompilerCacheUse
 from attrib.evaluate.executors import Executor
+from attrib.evaluate.incremental import IncrementalTrees
 from attrib.recipe import BuildSpec
 
 
@@ -28,10 +31,28 @@ class StepResult:
 
 
 class BuildStep:
-    def __init__(self, executor: Executor, spec: BuildSpec, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, executor: Executor, spec: BuildSpec, cache_dir: Path | None = None, incremental: IncrementalTrees | None = None
+    ) -> None:
         self.executor = executor
         self.spec = spec
         self.cache = CompilerCacheUse(spec, cache_dir, executor) if spec.cache and cache_dir else None
+        self.incremental = incremental
+
+    def build(self, sha: str, key: str, checkout: Path, log: TextIO) -> StepResult:
+        """`sha`'s artifacts in `checkout`: from an incremental tree when the recipe allows one
+        and it builds, else by the recipe's commands in the checkout itself."""
+        if self.incremental is None:
+            return self.run(key, checkout, log)
+        ran: list[StepResult] = []
+        why, donor = self.incremental.build(sha, checkout, lambda where: _last(ran, self.run(key, where, log)), log)
+        spent = sum(r.duration_s for r in ran)
+        if not why:
+            how = BuildHow.INCREMENTAL if donor else BuildHow.CLEAN  # an empty slot is a clean build
+            return replace(ran[-1], how=how, duration_s=spent)
+        log.write(f"\n# incremental build failed ({why}): building clean\n")
+        clean = self.run(key, checkout, log)
+        return replace(clean, duration_s=spent + clean.duration_s)
 
     def run(self, key: str, checkout: Path, log: TextIO, *, bypass_cache: bool = False) -> StepResult:
         """The recipe's commands in `checkout`. `bypass_cache`: nothing is served from the cache
@@ -77,3 +98,10 @@ class BuildStep:
                 log.write(f"\n# build failed: {reason}\n")
                 break
         return reason, total
+
+
+def _last(ran: list[StepResult], result: StepResult) -> str:
+    """Keep what the incremental tree's build ran (its time, what the cache served) and give
+    the tree its outcome."""
+    ran.append(result)
+    return result.reason

@@ -21,6 +21,7 @@ from attrib.evaluate.build_step import BuildStep
 from attrib.evaluate.checkouts import NO_OVERRIDES, Checkouts, Overrides
 from attrib.evaluate.compiler_cache import default_dir
 from attrib.evaluate.executors import Executor
+from attrib.evaluate.incremental import IncrementalTrees
 from attrib.fsutil import atomic_write_text, file_lock
 from attrib.gitrepo import Mirror, origin_of
 from attrib.recipe import BuildSpec
@@ -48,7 +49,9 @@ class CheckoutBuilder:
         self.spec = spec
         self.checkouts = checkouts or Checkouts(workdir, mirror, origin=origin_of(mirror.source.path))
         cache_dir = default_dir(spec, workdir.compiler_cache(spec.cache)) if spec.cache else None
-        self.step = BuildStep(executor, spec, cache_dir)
+        identity = f"{spec.cache_identity()}\n{executor.identity()}"
+        incremental = IncrementalTrees(workdir, mirror, spec, identity) if spec.incremental else None
+        self.step = BuildStep(executor, spec, cache_dir, incremental)
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
@@ -69,14 +72,16 @@ class CheckoutBuilder:
             self.fresh_builds += 1
             return record
 
-    def differs_without_cache(
+    def differs_from_clean(
         self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES
     ) -> tuple[bool, float]:
-        """Whether `commit` built again with nothing served from the compiler cache gives other
-        artifacts than `record` (a build that was served some), and the seconds that build
-        took. The check costs a build; it needs the recipe's artifacts, and there is nothing to
-        check in a build the cache served nothing, nor with `[build] cache_check = false`."""
-        if not (self.spec.cache_check and record.ok and record.artifact and record.cache.hits):
+        """Whether `commit` built again clean, in a fresh checkout with nothing served from the
+        compiler cache, gives other artifacts than `record` (a build the cache served some of,
+        or an incremental one), and the seconds that build took. The check costs a build; it
+        needs the recipe's artifacts, and there is nothing to check in a clean build the cache
+        served nothing, nor with `[build] cache_check = false`."""
+        reused = record.cache.hits > 0 or record.how is BuildHow.INCREMENTAL
+        if not (self.spec.cache_check and record.ok and record.artifact and reused):
             return False, 0.0
         key = f"{record.key}-uncached"
         checkout = self.workdir.scratch(key)
@@ -86,7 +91,7 @@ class CheckoutBuilder:
             try:
                 if not self.checkouts.make(commit.sha, checkout, overrides):
                     with open(log_path, "w", encoding="utf-8") as log:
-                        log.write(f"# attrib build of {commit.sha} without the compiler cache, to check {record.key}\n")
+                        log.write(f"# attrib build of {commit.sha} clean and without the compiler cache, to check {record.key}\n")
                         step = self.step.run(key, checkout, log, bypass_cache=True)
                     hashed = None if step.reason else hash_artifacts(checkout, self.spec.artifacts)
             finally:
@@ -119,7 +124,7 @@ class CheckoutBuilder:
                 log.write(f"# with {path} at {sha}\n")
             if reason:
                 log.write(f"\n# checkout failed: {reason}\n")
-            step = self.step.run(key, checkout, log) if not reason else None
+            step = self.step.build(commit.sha, key, checkout, log) if not reason else None
         reason = reason or (step.reason if step is not None else "")
         seconds = step.duration_s if step is not None else 0.0
         artifact, files = "", cast(tuple[tuple[str, str], ...], ())

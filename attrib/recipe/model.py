@@ -133,14 +133,18 @@ class BuildSpec:
     cache_size: str = DEFAULT_CACHE_SIZE
     cache_dir: str | None = None
     cache_check: bool = True  # each culprit's two ends built again with nothing served, digests compared
+    # incremental trees (evaluate/incremental.py): the out-of-tree build directory, relative to the
+    # checkout, that a build reuses from the nearest commit already built
+    incremental: bool = False
+    build_dir: str | None = None
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
         fields = asdict(self)
         if not fields["artifacts"]:
             del fields["artifacts"]  # keeps the cache keys of recipes that declare none
-        for name in ("cache", "cache_size", "cache_dir", "cache_check"):
-            del fields[name]  # a compiler cache serves the objects the compiler would write
+        for name in ("cache", "cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):
+            del fields[name]  # a cache or a reused build dir gives the objects a clean build would
         blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -95,6 +95,8 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "cache": (_enum(COMPILER_CACHES), False),
     "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
     "cache_check": (_BOOL, False),
+    "incremental": (_BOOL, False),
+    "build_dir": (_rule(str, relative_path, 'a directory relative to the checkout, such as "build"'), False),
     "cache_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path (on Slurm: a directory every node shares)"), False),
 }
 _SEARCH: dict[str, tuple[Check, bool]] = {
@@ -257,6 +259,10 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     for key in ("cache_size", "cache_dir", "cache_check"):
         if key in build_t and "cache" not in build_t:
             raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
+    if build_t.get("incremental"):
+        for key, why in (("build_dir", "the out-of-tree build directory to reuse"), ("artifacts", "what the benchmark runs, hashed and copied from the reused tree")):
+            if key not in build_t:
+                raise ConfigError(path, f"build.{key}", f"missing; build.incremental needs {why}")
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
     for i, bench_t in enumerate(data["benchmark"]):
@@ -331,6 +337,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             cache_size=build_t.get("cache_size", DEFAULT_CACHE_SIZE).lower(),
             cache_dir=build_t.get("cache_dir"),
             cache_check=bool(build_t.get("cache_check", True)),
+            incremental=bool(build_t.get("incremental", False)),
+            build_dir=build_t.get("build_dir"),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,

@@ -137,9 +137,9 @@ def note_text(note: Note) -> str:
             return f"the merge {c[0]} itself causes the change: its second parent alone does not"
         case NoteKind.CACHE_MISMATCH:
             return (
-                f"WARNING: {c[0]} built again without the compiler cache gives other artifacts than the build"
-                " it was measured with: the cache served a wrong object, so its verdicts are not to be trusted;"
-                " clear the cache and bisect again"
+                f"WARNING: {c[0]} built again clean (no compiler cache, no incremental tree) gives other artifacts"
+                " than the build it was measured with: the cache or the reused tree gave a wrong binary, so its"
+                " verdicts are not to be trusted; clear the cache (or set incremental = false) and bisect again"
             )
         case NoteKind.TEXT:
             return note.text

@@ -1,0 +1,115 @@
+"""Issue 31: incremental build trees ([build] incremental = true, build_dir, artifacts).
+
+Real git trees from attrib.demo, real make with an out-of-tree build directory, the real
+builder. The demo tree changes params.h at its culprit and only docs or build comments
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import spec
+
+from attrib.core.model import BuildHow
+from attrib.demo import DEMO_RECIPE
+from attrib.errors import ConfigError
+from attrib.evaluate.builds import CheckoutBuilder
+from attrib.evaluate.executors.local import LocalExecutor
+from attrib.gitrepo import GitRepo, Mirror
+from attrib.recipe import BuildSpec, parse_recipe
+from attrib.workdir import WorkDir
+
+
+def _make(deps: str) -> str:
+    """Objects in build/ by make, which rebuilds only what is older than its prerequisites."""
+    rules = f"VPATH = ..\\nbench: bench.o util.o\\n\\tcc -o $@ $^\\n%%.o: %%.c {deps}\\n\\tcc -O2 -c $< -o $@\\n"
+    return f"mkdir -p build && printf '{rules}' > build/Makefile && make -C build && cp build/bench bench"
+
+
+TRACKED = _make("params.h")  # bench.o depends on the header the culprit changes
+UNTRACKED = _make("")  # a build that forgets a header dependency: an incremental tree goes stale
+
+
+def _builder(tmp_path: Path, repo: Path, name: str, command: str, incremental: bool) -> CheckoutBuilder:
+    work = WorkDir((tmp_path / name).resolve())
+    build = BuildSpec(commands=(command,), artifacts=("bench",), incremental=incremental, build_dir="build")
+    return CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo)), LocalExecutor(), build)
+
+
+def _compiled(log_path: str) -> list[str]:
+    return sorted(line.split()[-1] for line in Path(log_path).read_text().splitlines() if line.startswith("cc -O2 -c"))
+
+
+@pytest.fixture
+def chain(make_tree):
+    tree = make_tree(spec(commits=6, culprits=((3, 10),), broken=None, gpu_culprit=False))
+    repo = GitRepo(tree.path)
+    return tree, [repo.info(s) for s in repo.first_parent_chain(tree.good, tree.bad)]
+
+
+def test_the_keys_parse_and_incremental_needs_a_build_dir_and_artifacts():
+    base = DEMO_RECIPE.replace("[build]\n", '[build]\nartifacts = ["bench"]\nincremental = true\nbuild_dir = "build"\n', 1)
+    r = parse_recipe(tomllib.loads(base), Path("r.toml"))
+    assert r.build.incremental and r.build.build_dir == "build"
+    plain = parse_recipe(tomllib.loads(DEMO_RECIPE), Path("r.toml"))
+    assert not plain.build.incremental and plain.build.build_dir is None
+    # the reuse never changes what a build gives: not part of the build key
+    assert r.build.cache_identity() == parse_recipe(tomllib.loads(DEMO_RECIPE.replace("[build]\n", '[build]\nartifacts = ["bench"]\n', 1)), Path("r.toml")).build.cache_identity()
+    for drop, key in (('build_dir = "build"\n', "build.build_dir"), ('artifacts = ["bench"]\n', "build.artifacts")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            parse_recipe(tomllib.loads(base.replace(drop, "")), Path("r.toml"))
+    with pytest.raises(ConfigError, match=r"build\.build_dir"):
+        parse_recipe(tomllib.loads(base.replace('build_dir = "build"', 'build_dir = "../out"')), Path("r.toml"))
+
+
+def test_a_neighbour_reuses_the_build_tree_and_gets_the_clean_binary(chain, tmp_path):
+    tree, commits = chain
+    incremental = _builder(tmp_path, tree.path, "inc", TRACKED, True)
+    clean = _builder(tmp_path, tree.path, "clean", TRACKED, False)
+    records = [incremental.build(c) for c in commits[:5]]
+    assert all(r.ok for r in records), [r.reason for r in records]
+    assert records[0].how is BuildHow.CLEAN  # the first build finds every slot empty
+    assert [r.how for r in records[1:]] == [BuildHow.INCREMENTAL] * 4
+    compiled = [_compiled(r.log_path) for r in records]
+    assert compiled[0] == ["bench.o", "util.o"]
+    for commit, objs in zip(commits[1:5], compiled[1:], strict=True):
+        # only what the commit changed is compiled again (every object depends on params.h)
+        changed = {f[:-2] + ".o" for f in commit.files if f in ("bench.c", "util.c")}
+        expected = {"bench.o", "util.o"} if "params.h" in commit.files else changed
+        assert objs == sorted(expected), (commit.subject, commit.files, objs)
+    assert any(objs == [] for objs in compiled[1:])  # a docs-only neighbour compiles nothing
+    for commit, rec in zip(commits[:5], records, strict=True):
+        assert rec.artifact == clean.build(commit).artifact  # the binary a clean build gives
+        assert (Path(rec.checkout) / "bench").is_file()  # copied where the benchmark runs it
+        assert incremental.differs_from_clean(commit, rec)[0] is False
+
+
+def test_a_failing_incremental_build_is_built_clean_and_says_so(chain, tmp_path):
+    tree, commits = chain
+    # a build tree that breaks every build after the one that made it; a fresh checkout builds
+    command = "test ! -e build/broken && " + TRACKED + " && touch build/broken"
+    builder = _builder(tmp_path, tree.path, "w", command, True)
+    first, second = builder.build(commits[0]), builder.build(commits[1])
+    assert first.ok and second.ok, (first.reason, second.reason)
+    assert second.how is BuildHow.CLEAN
+    log = Path(second.log_path).read_text()
+    assert "# incremental build failed (exit 1 from" in log and "building clean" in log
+    assert second.artifact == _builder(tmp_path, tree.path, "c", TRACKED, False).build(commits[1]).artifact
+
+
+def test_a_stale_incremental_tree_is_named_when_the_ends_are_checked(chain, tmp_path):
+    """A build that does not track a header rebuilds nothing at the culprit: the incremental
+    tree serves the parent's object, a wrong binary. The check of a culprit's end built clean
+    finds it."""
+    tree, commits = chain
+    builder = _builder(tmp_path, tree.path, "w", UNTRACKED, True)
+    culprit = next(c for c in commits if c.sha == tree.culprits[0])
+    parent = next(c for c in commits if c.sha == culprit.parents[0])
+    builder.build(parent)
+    stale = builder.build(culprit)
+    assert stale.ok and stale.how is BuildHow.INCREMENTAL and _compiled(stale.log_path) == []
+    differs, seconds = builder.differs_from_clean(culprit, stale)
+    assert differs and seconds > 0
