@@ -77,11 +77,11 @@ def attrib_exe() -> str:
     return str(local) if local.exists() else "attrib"
 
 
-def run_attrib(case: Case, clock: str, src: Path, root: Path) -> dict:
+def run_attrib(case: Case, clock: str, src: Path, root: Path, recipe_toml: str | None = None) -> dict:
     work = root / "attrib-work"
     shutil.rmtree(work, ignore_errors=True)
     recipe = root / "recipe.toml"
-    recipe.write_text(recipe_text(case, clock))
+    recipe.write_text(recipe_toml or recipe_text(case, clock))
     out_json, out_md = root / "attrib.json", root / "attrib.md"
     argv = [
         attrib_exe(),
