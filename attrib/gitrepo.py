@@ -336,6 +336,12 @@ def tree_with_gitlinks(git_dir: Path, sha: str, links: dict[str, str], scratch_i
     return out.stdout.strip()
 
 
+def read_blob(git_dir: Path, sha: str, path: str) -> str | None:
+    """The text of `path` in commit `sha`, or None when it has no such file."""
+    proc = _plumbing(git_dir, "cat-file", "-p", f"{sha}:{path}", check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def has_commit(git_dir: Path, sha: str) -> bool:
     return _plumbing(git_dir, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
 

@@ -154,7 +154,7 @@ def opened(p: Plan) -> Iterator[Tools]:
     try:
         with file_lock(p.workdir.mirror_lock):
             mirror = Mirror(p.workdir.mirror, p.repo)
-        checkouts = Checkouts(p.workdir, mirror, origin_of(p.repo.path), p.submodule_urls)
+        checkouts = Checkouts(p.workdir, mirror, origin_of(p.repo.path), p.submodule_urls, recipe.dependencies)
         builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build, checkouts)
         yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
     finally:

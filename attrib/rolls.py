@@ -45,22 +45,32 @@ class Level:
     fixed: Mapping[str, str] = field(default_factory=dict)  # the pins above this level, held
 
     def rolls(self, sha: str) -> list[RollSource]:
+        """The dependencies `sha` rolls relative to its first parent: moved gitlinks, and at the
+        top, the recipe's [[dependency]] pins whose files changed."""
         info = self.graph.info(sha)
         if not info.parents:
             return []
         parent = info.parents[0]
         git_dir = self.graph.git_dir
-        changes = gitlink_changes(git_dir, parent, sha)
-        if not changes:
-            return []
-        urls = submodule_urls(git_dir, sha)
-        return [self._roll(parent, rel, old, new, urls.get(rel)) for rel, (old, new) in changes.items()]
+        out = []
+        if changes := gitlink_changes(git_dir, parent, sha):
+            urls = submodule_urls(git_dir, sha)
+            for rel, (old, new) in changes.items():
+                full = f"{self.path}/{rel}" if self.path else rel
+                url = resolve_submodule_url(self.url, urls[rel]) if rel in urls else None
+                out.append(self._roll(parent, full, old, new, url))
+        if not self.path:
+            checkouts = self.builder.checkouts
+            before, after = checkouts.file_pins(parent), checkouts.file_pins(sha)
+            for dep in checkouts.pinned:
+                old, new = before[dep.path], after[dep.path]
+                if old and new and old != new:
+                    out.append(self._roll(parent, dep.path, old, new, resolve_submodule_url(self.url, dep.repository)))
+        return out
 
-    def _roll(self, parent: str, rel: str, old: str, new: str, url_text: str | None) -> RollSource:
-        full = f"{self.path}/{rel}" if self.path else rel
-        if url_text is None:
+    def _roll(self, parent: str, full: str, old: str, new: str, url: str | None) -> RollSource:
+        if url is None:
             return RollSource(full, "", old, new, RollRelation.UNAVAILABLE, "no url for it in .gitmodules")
-        url = resolve_submodule_url(self.url, url_text)
         checkouts = self.builder.checkouts
         try:
             for pin in (old, new):

@@ -130,6 +130,7 @@ class Family:
     n_dep: int
     ambiguous: tuple[str, ...] = ()
     relation: str = "forward"
+    recipe_extra: str = ""  # appended to the recipe: a [[dependency]] table
 
 
 def _pins(n_super: int, roll: int, first: dict[str, tuple[Repo, str]], rolled: dict[str, tuple[Repo, str]]):
@@ -166,6 +167,19 @@ def family(name: str, root: Path, n_super: int = 12, n_dep: int = 16, noise_pct:
         k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
         chain = (k.commits[roll], c.commits[n_dep // 2], llvm.commits[culprit])
         return Family(name, k, k.commits[0], k.commits[-1], chain, n_super, n_dep)
+    if name == "pin-file":  # no submodule: ci/compiler.txt holds the commit, as PyTorch's triton.txt does
+        c = dependency(root / "compiler", _costs(n_dep, culprit))
+        k = Repo.init(root / "kernel")
+        files = {"build.sh": BUILD_SH, "bench.sh": BENCH_SH, "noise": f"{noise_pct}\n"}
+        for i in range(n_super):
+            pin = c.commits[-1] if i >= roll else c.commits[0]
+            if i in (0, roll):
+                k.commit("start" if i == 0 else "roll the compiler pin", {**(files if i == 0 else {}), "ci/compiler.txt": pin + "\n"})
+            else:
+                k.commit(f"kernel change {i}", {"README": f"kernel revision {i}\n"})
+        extra = f'\n[[dependency]]\nrepository = "{c.url}"\npin = "ci/compiler.txt"\npath = "third_party/compiler"\n'
+        chain = (k.commits[roll], c.commits[culprit])
+        return Family(name, k, k.commits[0], k.commits[-1], chain, n_super, n_dep, recipe_extra=extra)
     if name == "broken-inside":  # the compiler commit just before the step does not build
         c = dependency(root / "compiler", _costs(n_dep, culprit, broken=(culprit - 1,)))
         k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
@@ -184,7 +198,7 @@ def family(name: str, root: Path, n_super: int = 12, n_dep: int = 16, noise_pct:
     raise ValueError(f"no family {name!r}")
 
 
-FAMILIES = ("roll", "two-rolled", "nested", "broken-inside", "backwards", "unrelated")
+FAMILIES = ("roll", "two-rolled", "nested", "pin-file", "broken-inside", "backwards", "unrelated")
 
 
 def chain_of(culprit: dict) -> tuple[list[str], list[dict]]:

@@ -18,7 +18,7 @@ from dependency_tree import chain_of, family, recipe_text
 
 def _bisect(tmp_path: Path, fam) -> dict:
     recipe = tmp_path / "recipe.toml"
-    recipe.write_text(recipe_text())
+    recipe.write_text(recipe_text() + fam.recipe_extra)
     out, report = tmp_path / "result.json", tmp_path / "report.md"
     res = run_cli(
         "bisect", "--repo", fam.kernel.path, "--good", fam.good, "--bad", fam.bad, "--recipe", recipe,
@@ -36,7 +36,7 @@ def _budget(fam) -> int:
     return math.ceil(math.log2(fam.n_super)) + (len(fam.chain) - 1) * math.ceil(math.log2(fam.n_dep)) + 6
 
 
-@pytest.mark.parametrize("name", ["roll", "two-rolled", "nested"])
+@pytest.mark.parametrize("name", ["roll", "two-rolled", "nested", "pin-file"])
 def test_the_commit_inside_the_roll_is_named(tmp_path: Path, name: str):
     fam = family(name, tmp_path / "trees")
     result = _bisect(tmp_path, fam)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from dependency_tree import Repo, dependency, git, kernel, recipe_text
+from dependency_tree import BUILD_SH, Repo, dependency, git, kernel, recipe_text
 
 from attrib.errors import RepoError
 from attrib.evaluate.builds import CheckoutBuilder
@@ -176,3 +176,56 @@ def test_the_daemons_rule_refuses_submodule_urls_a_flag_may_not_name(tmp_path: P
         assert why in str(caught.value) and url in str(caught.value)
     strict.check("https://example.com/c.git")
     UrlRule(allow_http=True, allow_local=False).check("http://example.com/c.git")
+
+
+def test_a_dependency_pinned_on_a_line_of_a_file_is_checked_out_where_the_build_expects_it(tmp_path: Path):
+    """[[dependency]] with pin_match: the commit on a DEPS-like line; a commit whose file names
+    none is that commit's build failure, one line."""
+    from attrib.recipe import DependencySpec
+
+    compiler = dependency(tmp_path / "compiler", ["100", "106"])
+    k = Repo.init(tmp_path / "kernel")
+    deps = 'vars = {{\n  "compiler_revision": "{}",\n}}\n'
+    k.commit("start", {"build.sh": BUILD_SH, "DEPS": deps.format(compiler.commits[0])})
+    k.commit("roll", {"DEPS": deps.format(compiler.commits[1])})
+    k.commit("typo", {"DEPS": deps.format("not-a-commit")})
+    spec = DependencySpec(compiler.url, "DEPS", "third_party/compiler", r'"compiler_revision": "(\w+)"')
+    source = GitRepo(k.path)
+    wd = WorkDir.for_repo(k.path, tmp_path / "work")
+    mirror = Mirror(wd.mirror, source)
+    builder = CheckoutBuilder(wd, mirror, LocalExecutor(), SPEC, Checkouts(wd, mirror, str(k.path), pinned=(spec,)))
+    first, rolled, typo = (builder.build(source.info(s)) for s in k.commits)
+    assert (Path(first.checkout) / "out/cost").read_text() == "100\n"
+    assert (Path(rolled.checkout) / "out/cost").read_text() == "106\n"
+    assert git(Path(rolled.checkout) / "third_party/compiler", "rev-parse", "HEAD") == compiler.commits[1]
+    assert not typo.ok and typo.reason == (
+        f"dependency third_party/compiler ({compiler.url}): DEPS at {k.commits[2][:10]} holds no commit "
+        f"matching '\"compiler_revision\": \"(\\\\w+)\"'"
+    )
+    # the override of the descent puts it elsewhere, and the file's own pin shares the build
+    info = source.info(k.commits[0])
+    assert builder.key(info, {"third_party/compiler": compiler.commits[0]}) == builder.key(info)
+    moved = builder.build(info, {"third_party/compiler": compiler.commits[1]})
+    assert (Path(moved.checkout) / "out/cost").read_text() == "106\n" and moved.key != first.key
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "expected"),
+    [
+        ('repository = "x"\npin = "a.txt"\npath = "../up"', "dependency[0].path", "without '..'"),
+        ('repository = "x"\npin = "a.txt"\npath = "d"\npin_match = "("', "dependency[0].pin_match", "not a regular expression"),
+        ('repository = "x"\npin = "a.txt"\npath = "d"\npin_match = "rev"', "dependency[0].pin_match", "one group"),
+        ('pin = "a.txt"\npath = "d"', "dependency[0].repository", "missing"),
+        ('repository = "x"\npin = "a.txt"\npath = "d"\n[[dependency]]\nrepository = "y"\npin = "b"\npath = "d/e"',
+         "dependency[1].path", "already another dependency's checkout"),
+    ],
+)  # fmt: skip
+def test_a_bad_dependency_table_is_one_line_naming_its_key(tmp_path: Path, table: str, key: str, expected: str):
+    from attrib.errors import ConfigError
+    from attrib.recipe import load_recipe
+
+    path = tmp_path / "recipe.toml"
+    path.write_text(recipe_text() + "\n[[dependency]]\n" + table + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_recipe(path)
+    assert key in str(caught.value) and expected in str(caught.value) and "\n" not in str(caught.value)

@@ -30,10 +30,12 @@ from attrib.gitrepo import (
     gitlinks,
     has_commit,
     mirror_url,
+    read_blob,
     resolve_submodule_url,
     submodule_urls,
     tree_with_gitlinks,
 )
+from attrib.recipe import DependencySpec
 from attrib.workdir import WorkDir
 
 FETCH_TIMEOUT_S = 900.0
@@ -49,8 +51,10 @@ class Checkouts:
         mirror: Mirror,
         origin: str,
         rule: UrlRule = UrlRule(),
+        pinned: tuple[DependencySpec, ...] = (),
     ) -> None:
         self.workdir = workdir
+        self.pinned = pinned  # [[dependency]]: pins kept in files of the tree
         self.mirror = mirror
         self.origin = origin  # what relative submodule URLs are relative to
         self.rule = rule  # which URLs this job may fetch (the daemon's are a flag's)
@@ -64,15 +68,27 @@ class Checkouts:
         rolling only those pins has: that commit's build is shared), pins moved deeper are lines.
         An override that holds a pin where it is changes nothing."""
         links = gitlinks(self.mirror.path, sha)
-        if not links and not overrides:
+        if not links and not overrides and not self.pinned:
             return tree, []
-        moved = self._moved(self.mirror.path, sha, self.origin, "", overrides)
+        in_files = self.file_pins(sha)
+        held = {p: c for p, c in overrides.items() if in_files.get(p) != c}  # the file's own pin moves nothing
+        moved = self._moved(self.mirror.path, sha, self.origin, "", held)
         top = {p: c for p, c in moved.items() if p in links}
         if top:
             scratch = self.workdir.scratch(f"index-{os.getpid()}-{threading.get_ident()}")
             tree = tree_with_gitlinks(self.mirror.path, sha, top, scratch)
         nested = {p: c for p, c in moved.items() if p not in links}
-        return tree, ["submodules: recursive", *(f"pin {p} {c}" for p, c in sorted(nested.items()))]
+        lines = ["submodules: recursive"] if links or moved else []
+        lines += [d.identity() for d in self.pinned]  # the pins themselves are in the tree's files
+        return tree, lines + [f"pin {p} {c}" for p, c in sorted(nested.items())]
+
+    def file_pins(self, sha: str) -> dict[str, str]:
+        """{path: commit} of the [[dependency]] pins `sha`'s files hold ("" where none can be read)."""
+        out = {}
+        for dep in self.pinned:
+            text = read_blob(self.mirror.path, sha, dep.pin)
+            out[dep.path] = (dep.commit_in(text) if text is not None else None) or ""
+        return out
 
     def _moved(self, git_dir: Path, sha: str, base_url: str, prefix: str, overrides: Overrides) -> dict[str, str]:
         """The overrides under `prefix` that put a dependency elsewhere than its pin at `sha`;
@@ -100,7 +116,32 @@ class Checkouts:
         """A fresh checkout of `sha` at `path` with its submodules; "" when it is ready, else
         the one line that says which submodule could not be had, from where."""
         self.mirror.checkout(sha, path)
-        return self._submodules(self.mirror.path, sha, path, self.origin, "", overrides)
+        if reason := self._submodules(self.mirror.path, sha, path, self.origin, "", overrides):
+            return reason
+        return self._pinned(sha, path, overrides)
+
+    def _pinned(self, sha: str, root: Path, overrides: Overrides) -> str:
+        """Each [[dependency]] checked out at the commit its pin file names (or its override)."""
+        pins = self.file_pins(sha)
+        for dep in self.pinned:
+            url = resolve_submodule_url(self.origin, dep.repository)
+            pin = overrides.get(dep.path) or pins[dep.path]
+            where = f"dependency {dep.path} ({url})"
+            if not pin:
+                return f"{where}: {dep.pin} at {sha[:10]} holds no commit" + (f" matching {dep.pin_match!r}" if dep.pin_match else "")
+            target = root / dep.path
+            if target.exists() and any(target.iterdir()):
+                return f"{where}: {dep.path} is not empty in {sha[:10]}'s tree; the dependency cannot be checked out there"
+            try:
+                sub = self.mirror_holding(url, pin, dep.path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with file_lock(self.workdir.submodule_lock(url)):
+                    add_worktree(sub, pin, target)
+            except RepoError as exc:
+                return f"{where}: {str(exc).removeprefix(f'{url}: ')}"
+            if reason := self._submodules(sub, pin, target, url, dep.path + "/", overrides):
+                return reason
+        return ""
 
     def _submodules(self, git_dir: Path, sha: str, root: Path, base_url: str, prefix: str, overrides: Overrides) -> str:
         links = gitlinks(git_dir, sha)

@@ -5,6 +5,7 @@ model.py holds the records and the defaults, parse.py reads and validates a file
 rest of attrib uses.
 """
 
+from attrib.recipe.dependency import DependencySpec
 from attrib.recipe.model import (
     BLOCK_STATISTICS,
     COMPILER_CACHES,
@@ -52,5 +53,5 @@ __all__ = [
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
     "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
-    "NvbenchStopping", "Recipe", "RunnerKind", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
+    "NvbenchStopping", "Recipe", "DependencySpec", "RunnerKind", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
 ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from attrib.core.model import BlockStatistic, Direction, SearchMethod
 from attrib.errors import ConfigError
 from attrib.formats.gbench import GbenchTime
+from attrib.recipe.dependency import DependencySpec
 from attrib.recipe.slurm import SlurmSpec
 
 SCHEMA_VERSION = 1
@@ -192,6 +193,7 @@ class Recipe:
     search_paths: tuple[str, ...] = ()  # [search] paths: only commits touching these are candidates
     budget_s: float | None = None  # the recipe's default --budget
     search_method: SearchMethod = SearchMethod.POSTERIOR  # [search] method
+    dependencies: tuple[DependencySpec, ...] = ()  # [[dependency]]: pins kept in files (recipe/dependency.py)
 
     def select(self, patterns: Sequence[str]) -> tuple[BenchmarkSpec, ...]:
         """The benchmarks `--benchmark` names, each a name or a glob (`'gemm_*'`, `'*'` for every

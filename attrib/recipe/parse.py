@@ -29,6 +29,7 @@ from attrib.recipe.checks import (
     _table,
     relative_path,
 )
+from attrib.recipe.dependency import parse_dependencies
 from attrib.recipe.model import (
     BLOCK_STATISTICS,
     COMPILER_CACHES,
@@ -73,6 +74,7 @@ _TOP: dict[str, tuple[Check, bool]] = {
     "benchmark": (_rule(tuple[Any, ...], lambda v: len(v) > 0, "at least one [[benchmark]] table"), True),
     "slurm": (_table("a table [slurm]"), False),
     "search": (_table("a table [search]"), False),
+    "dependency": (_rule(tuple[Any, ...], lambda v: len(v) > 0, "[[dependency]] tables"), False),
 }
 _MEMORY: Check = _rule(
     str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmg]?", v) is not None, 'a memory size such as "4g" or "512m"'
@@ -345,6 +347,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         search_paths=tuple(search_t.get("paths", ())),
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
         search_method=SearchMethod(search_t.get("method", SearchMethod.POSTERIOR.value)),
+        dependencies=parse_dependencies(path, data["dependency"]) if "dependency" in data else (),
     )
 
 
