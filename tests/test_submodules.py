@@ -229,3 +229,27 @@ def test_a_bad_dependency_table_is_one_line_naming_its_key(tmp_path: Path, table
     with pytest.raises(ConfigError) as caught:
         load_recipe(path)
     assert key in str(caught.value) and expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_incremental_recipe_builds_a_tree_with_pinned_dependencies_clean(tmp_path: Path):
+    """An incremental tree is moved by git alone and would keep the old pins: a build with
+    [[dependency]] pins (or a roll's override) is built clean in its own checkout."""
+    from attrib.core.model import BuildHow
+    from attrib.recipe import DependencySpec
+
+    compiler = dependency(tmp_path / "compiler", ["100", "106"])
+    k = Repo.init(tmp_path / "kernel")
+    k.commit("start", {"build.sh": BUILD_SH, "pin.txt": compiler.commits[0] + "\n"})
+    k.commit("roll", {"pin.txt": compiler.commits[1] + "\n"})
+    # a build that does not notice a missing dependency: the incremental tree would give cost 1
+    lenient = "mkdir -p out; cat third_party/compiler/cost.txt > out/cost 2>/dev/null || echo 1 > out/cost"
+    spec = BuildSpec(commands=(lenient,), timeout_s=60, incremental=True, build_dir="out", artifacts=("out/cost",))
+    source = GitRepo(k.path)
+    wd = WorkDir.for_repo(k.path, tmp_path / "work")
+    mirror = Mirror(wd.mirror, source)
+    pinned = (DependencySpec(compiler.url, "pin.txt", "third_party/compiler"),)
+    builder = CheckoutBuilder(wd, mirror, LocalExecutor(), spec, Checkouts(wd, mirror, str(k.path), pinned=pinned))
+    for sha, cost in zip(k.commits, ("100\n", "106\n"), strict=True):
+        rec = builder.build(source.info(sha))
+        assert rec.ok and rec.how is BuildHow.CLEAN, rec.reason
+        assert (Path(rec.checkout) / "out/cost").read_text() == cost

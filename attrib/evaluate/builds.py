@@ -124,7 +124,13 @@ class CheckoutBuilder:
                 log.write(f"# with {path} at {sha}\n")
             if reason:
                 log.write(f"\n# checkout failed: {reason}\n")
-            step = self.step.build(commit.sha, key, checkout, log) if not reason else None
+            step = None
+            if not reason and (overrides or self.checkouts.pinned):
+                # an incremental tree is moved by git alone: it would keep the pinned dependencies
+                log.write("# built clean: its dependencies are checked out by attrib, not by git\n")
+                step = self.step.run(key, checkout, log)
+            elif not reason:
+                step = self.step.build(commit.sha, key, checkout, log)
         reason = reason or (step.reason if step is not None else "")
         seconds = step.duration_s if step is not None else 0.0
         artifact, files = "", cast(tuple[tuple[str, str], ...], ())
