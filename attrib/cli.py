@@ -133,6 +133,10 @@ def _plain(markdown: str) -> str:
 RepoOpt = typer.Option(..., "--repo", help="Path of the git repository to bisect.")
 RecipeOpt = typer.Option(..., "--recipe", help="Recipe TOML file (docs/recipes.md).")
 BenchOpt = typer.Option(None, "--benchmark", help="Benchmark name in the recipe (needed if it has several).")
+GroupOpt = typer.Option(
+    None, "--benchmark",
+    help="Benchmark of the recipe, by name or glob ('gemm_*'; '*': every one); repeat it to bisect a group at once.",
+)  # fmt: skip
 ExecOpt = typer.Option("local", "--executor", help="Where builds and runs happen: local, docker or slurm (docs/slurm.md).")
 WorkOpt = typer.Option(None, "--workdir", help="Cache of checkouts, builds and logs (default: ~/.cache/attrib/<repo>).")
 AlphaOpt = typer.Option(DEFAULT_TEST_ALPHA, "--alpha", help="P(calling an unchanged commit bad), per test.")
@@ -148,7 +152,7 @@ def bisect(
     good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
     bad: str = typer.Option(..., "--bad", help="A later revision where it is worse."),
     recipe: Path = RecipeOpt,
-    benchmark: str | None = BenchOpt,
+    benchmark: list[str] | None = GroupOpt,
     executor: str = ExecOpt,
     json_out: Path | None = typer.Option(None, "--json", help="Write the result JSON here."),
     report_out: Path | None = typer.Option(None, "--report", help="Write the markdown report here."),
@@ -188,7 +192,7 @@ def bisect(
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
         filing = Filing.prepare(file_issue, comment, label)
-        p = plan(repo, good, bad, recipe, benchmark, executor, workdir)
+        p = plan(repo, good, bad, recipe, benchmark or [], executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
             result = run_bisect(p, config, seed, progress, probes=probes, verify=verify, budget_s=budget_s)
@@ -220,7 +224,9 @@ def compare(
     def go() -> int:
         config = _config(alpha, beta, min_rounds, max_rounds)
         _check_output(json_out, "--json")
-        p = plan(repo, reference, candidate, recipe, benchmark, executor, workdir, require_ancestor=False)
+        p = plan(repo, reference, candidate, recipe, [benchmark] if benchmark else [], executor, workdir, require_ancestor=False)
+        if len(p.benches) > 1:
+            raise InputError(f"attrib compare measures one benchmark; --benchmark {benchmark} names {len(p.benches)}")
         result = run_compare(p, config, seed, PlainProgress(sys.stderr))
         if json_out is not None:
             atomic_write_text(json_out, dump(result))
@@ -306,7 +312,7 @@ def demo(
         typer.echo(
             f"planted: {len(tree.culprits)} slowdown at {tree.culprits[0][:10]}, {len(tree.broken)} commits that do not build"
         )
-        p = plan(tree.path, tree.good, tree.bad, recipe_path, None, "local", directory / "work")
+        p = plan(tree.path, tree.good, tree.bad, recipe_path, [], "local", directory / "work")
         typer.echo(f"runner: {p.bench.runner} (benchmark '{p.bench.name}' of {name}; docs/recipes.md lists the runners)")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():

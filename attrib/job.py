@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,10 +21,12 @@ from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, ma
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
+from attrib.evaluate.shared import SharedRuns
 from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror, UrlRule, origin_of
-from attrib.outcome import Outcome, Reverter
+from attrib.group_bisection import GroupBisection, MemberRun
+from attrib.outcome import GroupOutcome, Member, Outcome, Reverter
 from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
 from attrib.result.gather import provenance
@@ -48,6 +50,11 @@ class Plan:
     # slurm: the daemon's stop check (cancel, stopping, lease lost), polled while jobs wait
     stop_check: Callable[[], str | None] | None = None
     submodule_urls: UrlRule = UrlRule()  # which submodule URLs its checkouts may fetch
+    members: tuple[BenchmarkSpec, ...] = ()  # a group's benchmarks in the order asked (`bench`: the first)
+
+    @property
+    def benches(self) -> tuple[BenchmarkSpec, ...]:
+        return self.members or (self.bench,)
 
 
 def plan(
@@ -55,28 +62,32 @@ def plan(
     good_rev: str,
     bad_rev: str,
     recipe_path: Path,
-    bench_name: str | None,
+    benchmarks: Sequence[str],
     executor: str,
     workdir: Path | None,
     *,
     require_ancestor: bool = True,
     run_id: str | None = None,
 ) -> Plan:
-    """Validate every input; raises InputError (exit 2) with one line, and creates nothing."""
+    """Validate every input; raises InputError (exit 2) with one line, and creates nothing.
+    `benchmarks`: names or globs of the recipe's benchmarks (Recipe.select); several make a group
+    bisection, none the recipe's one benchmark."""
     recipe = load_recipe(recipe_path)
-    bench = recipe.benchmark(bench_name)
+    benches = recipe.select(benchmarks)
+    bench = benches[0]
     repo = GitRepo(repo_path)
     good, bad = repo.resolve(good_rev), repo.resolve(bad_rev)
     if good == bad:
         raise RepoError(f"--good {good_rev} and --bad {bad_rev} are the same commit ({good[:10]})")
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
-    if executor == "slurm" and bench.runner == RunnerKind.CUPY:
-        raise InputError(
-            f"benchmark '{bench.name}': runner \"cupy\" times kernels inside attrib's process, "
-            "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
-        )
-    check_runner_requirements(bench)
+    for b in benches:
+        if executor == "slurm" and b.runner == RunnerKind.CUPY:
+            raise InputError(
+                f"benchmark '{b.name}': runner \"cupy\" times kernels inside attrib's process, "
+                "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
+            )
+        check_runner_requirements(b)
     if workdir is None and executor == "slurm" and recipe.slurm and recipe.slurm.shared_dir:
         workdir = Path(recipe.slurm.shared_dir) / default_root(repo.path).name  # the nodes must see it
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
@@ -88,7 +99,7 @@ def plan(
                 f"[slurm] shared_dir {recipe.slurm.shared_dir}: the work dir {root.root} is not under it; "
                 "give --workdir under it, or leave --workdir out to use it"
             )
-    return Plan(repo, good, bad, recipe, bench, kind, root, run_id)
+    return Plan(repo, good, bad, recipe, bench, kind, root, run_id, members=benches if len(benches) > 1 else ())
 
 
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
@@ -193,16 +204,33 @@ def run_bisect(
         raise InputError(f"--probes (--jobs) {probes}: expected a positive integer")
     start = time.monotonic()
     budget = budget_s if budget_s is not None else p.recipe.budget_s
+    deadline = None if budget is None else start + budget
     with opened(p) as tools:
-        runner = wrap_runner(tools.runner) if wrap_runner else tools.runner
-        driver = Bisection(
-            p.repo, tools.builder, runner, p.bench, config, seed, events, probes=probes, reverter=_reverter(p, tools.mirror),
-            round_context=tools.executor.round,
-            paths=p.recipe.search_paths, deadline=None if budget is None else start + budget,
-            method=p.recipe.search_method, dependencies=superproject(tools.builder, p.repo),
-        )
-        outcome = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
-        outcome = replace(outcome, notes=(*outcome.notes, *_cache_checks(tools.builder, outcome)))
+        wrap = wrap_runner or (lambda r: r)
+        dependencies = superproject(tools.builder, p.repo)
+        if len(p.benches) > 1:
+            members, next_phase = _members(p, tools, wrap)
+            group = GroupBisection(
+                p.repo, tools.builder, members, config, seed, events, next_phase=next_phase, probes=probes,
+                reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, deadline=deadline,
+                method=p.recipe.search_method, dependencies=dependencies,
+            ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
+            seen: dict[str, bool] = {}
+            outcome: Outcome | GroupOutcome = replace(
+                group,
+                members=tuple(
+                    (m, replace(o, notes=(*o.notes, *_cache_checks(tools.builder, o, seen)))) for m, o in group.members
+                ),
+            )
+        else:
+            driver = Bisection(
+                p.repo, tools.builder, wrap(tools.runner), p.bench, config, seed, events, probes=probes,
+                reverter=_reverter(p, tools.mirror), round_context=tools.executor.round,
+                paths=p.recipe.search_paths, deadline=deadline, method=p.recipe.search_method,
+                dependencies=dependencies,
+            )  # fmt: skip
+            single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
+            outcome = replace(single, notes=(*single.notes, *_cache_checks(tools.builder, single)))
         executor_info = tools.executor.describe()
     ctx = RunContext(
         repo=p.repo.path,
@@ -218,28 +246,56 @@ def run_bisect(
         verify=mode,
         executor_info=executor_info,
     )
+    if isinstance(outcome, GroupOutcome):  # the result of schema 4 (result/writer.py), every member in it
+        return build_result(outcome, replace(ctx, member_specs={b.name: b for b in p.benches}), provenance(p.recipe.path))
     # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
     evidence = evidence_of(tools.runner, _culprit_steps(outcome))
     return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
 
 
-def _cache_checks(builder: CheckoutBuilder, outcome: Outcome) -> list[Note]:
+def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bool] | None = None) -> list[Note]:
     """Each culprit's two ends built again clean (a fresh checkout, nothing served from the
     compiler cache): the verdict that names a culprit rests on those two binaries, so a cache or
     an incremental tree that gave a wrong one there is said, never silent (a build per end the
     cache served or an incremental tree built; none for a clean build without a cache).
-    Those builds count in the run's build time."""
+    Those builds count in the run's build time. `seen`: ends already checked (a group's members
+    share culprits: each end is built again once)."""
     notes = []
+    seen = {} if seen is None else seen
     ends = dict.fromkeys(sha for c in outcome.culprits for sha in (c.last_good, c.commit))
     for sha in ends:
         rec = outcome.commits.get(sha)
         if rec is None or rec.build is None:
             continue
-        differs, seconds = builder.differs_from_clean(rec.info, rec.build)
-        outcome.times.build_s += seconds
-        if differs:
+        if sha not in seen:
+            seen[sha], seconds = builder.differs_from_clean(rec.info, rec.build)
+            outcome.times.build_s += seconds
+        if seen[sha]:
             notes.append(Note(NoteKind.CACHE_MISMATCH, (sha,)))
     return notes
+
+
+def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[dict[Member, MemberRun], Callable[[], None]]:
+    """Each member's runner: the members of one `name value` command share its process, one
+    run per round for all of them (evaluate/shared.py); any other member runs its own."""
+    shared: dict[str, SharedRuns] = {}
+    members: dict[Member, MemberRun] = {}
+    for b in p.benches:
+        if b.process:
+            names = tuple(m.name for m in p.benches if m.process == b.process)
+            if b.process not in shared:
+                parent = replace(b, name=b.process, names=names)
+                shared[b.process] = SharedRuns(CommandRunner(tools.executor, parent), tools.executor.round)
+            runs = shared[b.process]
+            members[Member(b.name)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
+        else:
+            members[Member(b.name)] = MemberRun(b, wrap(make_runner(b, tools.executor)), tools.executor.round)
+
+    def next_phase() -> None:
+        for runs in shared.values():
+            runs.next_phase()
+
+    return members, next_phase
 
 
 def _culprit_steps(outcome: Outcome) -> list[Step]:

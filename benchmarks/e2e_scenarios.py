@@ -79,7 +79,7 @@ def main() -> int:
         for i, sc in enumerate(scenarios(args.seed, args.quick)):
             tree = generate_tree(root / f"repo{i}", sc.spec)
             start = time.monotonic()
-            p = plan(tree.path, tree.good, tree.bad, recipe, None, "local", root / f"work{i}")
+            p = plan(tree.path, tree.good, tree.bad, recipe, [], "local", root / f"work{i}")
             result = run_bisect(p, TestConfig(), args.seed, None)
             wall = time.monotonic() - start
             named = [c.commit for c in result.culprits]

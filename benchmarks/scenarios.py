@@ -5,6 +5,8 @@ known truth.
     .venv/bin/python benchmarks/scenarios.py --seed 1 --quick    # ~1 minute slice, prints only
     options: --trials N (every family runs N trials), --workers W (default 2), --out PATH,
              --family NAME (repeatable: only these families)
+    .venv/bin/python benchmarks/scenarios.py --groups --seed 1 --trials 100   # issue 29's group
+             families against K separate bisections and Skia's rule (benchmarks/group_scenarios.py)
 
 Every trial draws a linear history of 30..200 commits (`attrib.simulation.linear_history`),
 plants 0..3 culprits and, where the family says so, a stretch of unbuildable commits, and
@@ -753,6 +755,10 @@ STATIC_NOTES = """\
 
 
 def main() -> int:
+    if "--groups" in sys.argv:  # issue 29's group families and their peers (benchmarks/group_scenarios.py)
+        import group_scenarios
+
+        return group_scenarios.main([a for a in sys.argv[1:] if a != "--groups"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="a ~1 minute slice; prints, writes nothing unless --out")

@@ -157,7 +157,7 @@ class Worker(threading.Thread):
         from attrib.job import plan, run_bisect
 
         p = plan(
-            Path(job.repo_path), job.good, job.bad, Path(job.recipe), job.benchmark, self.settings.executor,
+            Path(job.repo_path), job.good, job.bad, Path(job.recipe), [job.benchmark] if job.benchmark else [], self.settings.executor,
             workdir_for(self.settings, job.repo_path), run_id=f"d{job.id}",
         )  # fmt: skip
         # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),

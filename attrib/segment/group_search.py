@@ -59,6 +59,11 @@ class GroupSearch:
             self.scopes[m].evidence.adapt_blocks()
         while active:
             views, priors = self._views(positions, active)
+            if any(self.scopes[m].evidence.out_of_time for m in active):  # the budget (--budget) is spent
+                for m in active:
+                    lo, hi = self.searches[m]._credible_range(views[m].post)
+                    found[m] = OutOfTime(lo, hi)
+                break
             budget = build_budget(n) * (1 + len(culprits))
             req = grouped.next_group_request(
                 n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
