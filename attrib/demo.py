@@ -9,6 +9,7 @@ a few commits; churn touches docs and unrelated code; a merge brings a side bran
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -283,3 +284,83 @@ def _work_pct_at(w: _Writer) -> int:
     text = (w.path / "params.h").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("#define WORK_PCT"))
     return int(line.split()[-1])
+
+
+# A kernel suite in one process: each run prints `name value` lines, REPS per kernel, each its
+# cost in kernels.json times exp(noise), the noise Gaussian in log space with a known sd, drawn
+# fresh in every process (a synthetic measurement, so the noise is exactly what was asked for).
+GROUP_BENCH_PY = """import json, math, random
+costs = json.load(open("kernels.json"))
+rng = random.Random()
+for _ in range({reps}):
+    for name, cost in costs.items():
+        print(name, cost * math.exp(rng.gauss(0.0, {noise})))
+"""
+GROUP_RECIPE = """schema = 1
+name = "kernel-suite"
+[build]
+commands = ["python3 -m py_compile bench.py"]
+[[benchmark]]
+name = "suite"
+runner = "command"
+command = ["python3", "bench.py"]
+unit = "ms"
+reps = {reps}
+adapt_reps = false
+min_change_pct = {min_change}
+names = [{names}]
+"""
+
+
+@dataclass
+class GroupTree:
+    path: Path
+    recipe: Path
+    good: str
+    bad: str
+    culprits: dict[str, tuple[str, ...]]  # culprit sha -> the kernels it slowed, in history order
+
+
+def generate_group_tree(
+    path: Path,
+    kernels: int,
+    commits: int,
+    culprits: tuple[tuple[int, tuple[int, ...], float], ...],
+    *,
+    noise: float = 0.01,
+    reps: int = 10,
+    min_change_pct: float = 2.0,
+    seed: int = 0,
+) -> GroupTree:
+    """A real git repository of `commits` commits after the root whose benchmark measures
+    `kernels` kernels (k00, k01, ...) in one process (GROUP_BENCH_PY) with per-sample noise of sd
+    `noise` (log space), and its recipe beside it (GROUP_RECIPE, path/../<name>.toml). Each culprit
+    (index, kernel indices, factor) multiplies those kernels' costs by the factor at that commit;
+    every other commit touches a notes file."""
+    path.mkdir(parents=True)
+    w = _Writer(path, TreeSpec(seed=seed))
+    rng = random.Random(seed)
+    names = [f"k{i:02d}" for i in range(kernels)]
+    costs = {n: round(rng.uniform(1.0, 5.0), 3) for n in names}
+    w.git("init", "-q", "-b", "main")
+    w.write("bench.py", GROUP_BENCH_PY.format(reps=reps, noise=noise))
+    w.write("kernels.json", json.dumps(costs, indent=1))
+    w.write("notes.txt", "0\n")
+    good = w.commit("kernel suite")
+    planted = {i: (ks, f) for i, ks, f in culprits}
+    truth: dict[str, tuple[str, ...]] = {}
+    for i in range(1, commits + 1):
+        if i in planted:
+            ks, factor = planted[i]
+            for k in ks:
+                costs[names[k]] = round(costs[names[k]] * factor, 6)
+            w.write("kernels.json", json.dumps(costs, indent=1))
+            truth[w.commit(f"tune launch heuristics ({len(ks)} kernels)")] = tuple(names[k] for k in ks)
+        else:
+            w.write("notes.txt", f"{i}\n")
+            w.commit(f"notes {i}")
+    recipe = path.parent / f"{path.name}.toml"
+    recipe.write_text(
+        GROUP_RECIPE.format(reps=reps, min_change=min_change_pct, names=", ".join(f'"{n}"' for n in names))
+    )
+    return GroupTree(path, recipe, good, w.git("rev-parse", "HEAD"), truth)

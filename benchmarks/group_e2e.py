@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/group_e2e.py [--seed 1] [--commits 64] [--out PATH]
 
-The tree (generated here, in a temporary directory): `kernels.json` holds each of 24 kernels'
-cost, and `bench.py` prints, per run, 10 `name value` lines for each kernel: its cost times
-exp(noise), the noise Gaussian with sd 1 % in log space (the size the issue's tree had), drawn
-fresh in every process. Commit A multiplies 16 kernels' costs by 1.05, commit B 3 others' by
-1.04; every other commit touches a notes file. The recipe has one `command` benchmark whose
-`names` are the 24 kernels, min_change_pct 2.
+The tree (attrib.demo.generate_group_tree, in a temporary directory): `kernels.json` holds each
+of 24 kernels' cost, and `bench.py` prints, per run, 10 `name value` lines for each kernel: its
+cost times exp(noise), the noise Gaussian with sd 1 % in log space (the size the issue's tree
+had), drawn fresh in every process. Commit A multiplies 16 kernels' costs by 1.05, commit B 3
+others' by 1.04; every other commit touches a notes file. The recipe has one `command`
+benchmark whose `names` are the 24 kernels, min_change_pct 2.
 
 Then, with the real CLI (`python -m attrib bisect`, local executor, one work dir, so builds are
 cached between runs): the 19 regressed kernels in one `attrib bisect` (19 `--benchmark`s),
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import subprocess
 import sys
@@ -27,72 +26,22 @@ import tempfile
 import time
 from pathlib import Path
 
+from attrib.demo import generate_group_tree
+
 KERNELS = 24
 NOISE = 0.01
-REPS = 10
-BENCH = f'''import json, math, random, sys
-costs = json.load(open("kernels.json"))
-rng = random.Random()
-for _ in range({REPS}):
-    for name, cost in costs.items():
-        print(name, cost * math.exp(rng.gauss(0.0, {NOISE})))
-'''
-RECIPE = """schema = 1
-name = "kernels"
-[build]
-commands = ["python3 -m py_compile bench.py"]
-[[benchmark]]
-name = "suite"
-runner = "command"
-command = ["python3", "bench.py"]
-unit = "ms"
-reps = {reps}
-adapt_reps = false
-min_change_pct = 2.0
-names = [{names}]
-"""
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.com",
-           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.com"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def make_tree(root: Path, commits: int, seed: int) -> tuple[Path, Path, str, str, dict[str, set[str]]]:
     """The tree, its recipe, good, bad, and the truth: culprit sha -> the kernels it slowed."""
     rng = random.Random(seed)
-    repo = root / "tree"
-    repo.mkdir()
-    names = [f"k{i:02d}" for i in range(KERNELS)]
-    costs = {n: round(rng.uniform(1.0, 5.0), 3) for n in names}
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "bench.py").write_text(BENCH)
-    (repo / "kernels.json").write_text(json.dumps(costs, indent=1))
-    (repo / "notes.txt").write_text("0\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "good")
-    good = git(repo, "rev-parse", "HEAD")
-    shuffled = rng.sample(names, KERNELS)
-    plan = {"A": (shuffled[:16], 1.05), "B": (shuffled[16:19], 1.04)}
+    order = rng.sample(range(KERNELS), KERNELS)
     at_a, at_b = sorted(rng.sample(range(3, commits - 2), 2))
-    at = {at_a: "A", at_b: "B"}
-    truth: dict[str, set[str]] = {}
-    for i in range(1, commits + 1):
-        if i in at:
-            members, factor = plan[at[i]]
-            for n in members:
-                costs[n] = round(costs[n] * factor, 6)
-            (repo / "kernels.json").write_text(json.dumps(costs, indent=1))
-        else:
-            (repo / "notes.txt").write_text(f"{i}\n")
-        git(repo, "commit", "-q", "-am", f"change {i}")
-        if i in at:
-            truth[git(repo, "rev-parse", "HEAD")] = set(plan[at[i]][0])
-    bad = git(repo, "rev-parse", "HEAD")
-    recipe = root / "recipe.toml"
-    recipe.write_text(RECIPE.format(reps=REPS, names=", ".join(f'"{n}"' for n in names)))
-    return repo, recipe, good, bad, truth
+    tree = generate_group_tree(
+        root / "tree", KERNELS, commits, ((at_a, tuple(order[:16]), 1.05), (at_b, tuple(order[16:19]), 1.04)),
+        noise=NOISE, seed=seed,
+    )  # fmt: skip
+    return tree.path, tree.recipe, tree.good, tree.bad, {sha: set(ks) for sha, ks in tree.culprits.items()}
 
 
 def bisect(repo: Path, recipe: Path, good: str, bad: str, workdir: Path, members: list[str], out: Path) -> tuple[float, int]:
