@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from attrib.bisection import Bisection
 from attrib.core.model import SearchMethod
-from attrib.core.stats import TestConfig, min_change_shift
+from attrib.core.stats import TestConfig
 from attrib.evaluate.evaluation import Builder
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.shared import SharedBuilder, SharedRuns
@@ -108,8 +108,7 @@ class GroupBisection:
             chain = first._relevant(list(first.order[1:]))
             if chain:
                 scopes = {m: self.members[m].scope for m in searched}
-                ignore = min_change_shift(min(self.members[m].bench.ignore_pct for m in searched))
-                found = GroupSearch(scopes, ignore, self._phase).search(chain, good, searched)
+                found = GroupSearch(scopes, self._phase).search(chain, good, searched)
                 for m, f in found.items():
                     self.members[m].segments = _Found(f, self.members[m].segments)
         outcomes = []

@@ -35,10 +35,12 @@ from attrib.segment.scope import Scope
 
 
 class GroupSearch:
-    def __init__(self, scopes: Mapping[Any, Scope], ignore: float, next_phase: Callable[[], None]) -> None:
+    def __init__(self, scopes: Mapping[Any, Scope], next_phase: Callable[[], None]) -> None:
         self.scopes = dict(scopes)
-        self.searches = {m: PosteriorSearch(scope, ignore) for m, scope in scopes.items()}
-        self.tau = ignore / 4.0
+        # each member's own search pieces, at its own indifference zone (its recipe table's)
+        self.searches = {
+            m: PosteriorSearch(scope, min_change_shift(scope.bench.ignore_pct)) for m, scope in scopes.items()
+        }
         self.next_phase = next_phase  # evaluate/shared.SharedRuns.next_phase: a step for all members
 
     def search(self, chain: list[str], reference: str, members: Sequence[Any]) -> dict[Any, Found]:
@@ -104,7 +106,7 @@ class GroupSearch:
         """Each undecided member's posterior from its own blocks, and under the shared prior."""
         n = len(positions) - 1
         blocks = {m: self.searches[m]._data(positions) for m in active}
-        own = {m: locate.posterior(n, blocks[m], tau=self.tau, anchored=True) for m in active}
+        own = {m: locate.posterior(n, blocks[m], tau=self.searches[m].tau, anchored=True) for m in active}
         priors = grouped.shared_prior({m: p.probs for m, p in own.items()})
         views = {m: grouped.MemberView(grouped.with_prior(own[m], priors[m]), blocks[m]) for m in active}
         return views, priors
@@ -134,7 +136,7 @@ class GroupSearch:
             return OutOfTime(last, k)
         size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
         confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
-        own = locate.posterior(n, search._data(positions), tau=self.tau, anchored=True)
+        own = locate.posterior(n, search._data(positions), tau=search.tau, anchored=True)
         after = grouped.with_prior(own, prior)
         search._place(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])
