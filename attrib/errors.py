@@ -105,6 +105,10 @@ class TrackerError(AttribError):
     """Filing into an issue tracker failed (exit 1). The result JSON and the report are written
     before any filing starts, so nothing measured is lost; the message names the target."""
 
+class PrebuiltUnavailable(AttribError):
+    """A prebuilt archive ([build] prebuilt) could not be fetched; the commit is built instead."""
+
+
 class ResponseTooLarge(AttribError):
     """An HTTP answer (attrib/http.py) longer than the bound the caller gave, whoever the caller:
     a tracker, the artifact fetch, a daemon client (never retried: it would be as long again)."""

@@ -276,3 +276,4 @@ class BuildRecord:
     artifact_files: tuple[tuple[str, str], ...] = ()  # (path, sha256) of each artifact file
     how: BuildHow = BuildHow.CLEAN
     cache: CacheServed = CacheServed()
+    note: str = ""  # why it is not what the recipe asked first (no prebuilt archive, an incremental build failed)

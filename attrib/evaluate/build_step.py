@@ -11,6 +11,7 @@ fails is built again clean in the checkout, and the record says which it was (`h
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +20,7 @@ from attrib.core.model import BuildHow, CacheServed
 from attrib.evaluate.compiler_cache import CompilerCacheUse
 from attrib.evaluate.executors import Executor
 from attrib.evaluate.incremental import IncrementalTrees
+from attrib.evaluate.prebuilt import PrebuiltArchives, Unpacked
 from attrib.recipe import BuildSpec
 
 
@@ -28,6 +30,7 @@ class StepResult:
     duration_s: float
     how: BuildHow = BuildHow.CLEAN
     cache: CacheServed = CacheServed()
+    note: str = ""  # why it is not what the recipe asked first
 
 
 class BuildStep:
@@ -38,10 +41,26 @@ class BuildStep:
         self.spec = spec
         self.cache = CompilerCacheUse(spec, cache_dir, executor) if spec.cache and cache_dir else None
         self.incremental = incremental
+        self.prebuilt = PrebuiltArchives(spec.prebuilt, spec.artifacts) if spec.prebuilt else None
 
-    def build(self, sha: str, key: str, checkout: Path, log: TextIO) -> StepResult:
-        """`sha`'s artifacts in `checkout`: from an incremental tree when the recipe allows one
-        and it builds, else by the recipe's commands in the checkout itself."""
+    def build(self, sha: str, key: str, checkout: Path, log: TextIO, scratch: Path) -> StepResult:
+        """`sha`'s artifacts in `checkout`: unpacked from its prebuilt archive when the recipe
+        names where and it is there and sound; else built, in an incremental tree when the
+        recipe allows one and it builds, else by the recipe's commands in the checkout."""
+        if self.prebuilt is None:
+            return self._built(sha, key, checkout, log)
+        start = time.monotonic()
+        got = self.prebuilt.unpack(sha, checkout, scratch)
+        spent = time.monotonic() - start
+        if isinstance(got, Unpacked):
+            checked = "checked against its published sha256" if got.checked else "no sha256 published: unchecked"
+            log.write(f"# prebuilt: {self.prebuilt.where(sha)} unpacked ({checked}); nothing built\n")
+            return StepResult("", spent, BuildHow.PREBUILT, note="" if got.checked else "prebuilt, no digest published")
+        log.write(f"# {got.why}: building it\n")
+        built = self._built(sha, key, checkout, log)
+        return replace(built, duration_s=built.duration_s + spent, note=built.note or got.why)
+
+    def _built(self, sha: str, key: str, checkout: Path, log: TextIO) -> StepResult:
         if self.incremental is None:
             return self.run(key, checkout, log)
         ran: list[StepResult] = []
@@ -52,7 +71,7 @@ class BuildStep:
             return replace(ran[-1], how=how, duration_s=spent)
         log.write(f"\n# incremental build failed ({why}): building clean\n")
         clean = self.run(key, checkout, log)
-        return replace(clean, duration_s=spent + clean.duration_s)
+        return replace(clean, duration_s=spent + clean.duration_s, note=f"incremental build failed: {why}")
 
     def run(self, key: str, checkout: Path, log: TextIO, *, bypass_cache: bool = False) -> StepResult:
         """The recipe's commands in `checkout`. `bypass_cache`: nothing is served from the cache

@@ -80,7 +80,7 @@ class CheckoutBuilder:
         or an incremental one), and the seconds that build took. The check costs a build; it
         needs the recipe's artifacts, and there is nothing to check in a clean build the cache
         served nothing, nor with `[build] cache_check = false`."""
-        reused = record.cache.hits > 0 or record.how is BuildHow.INCREMENTAL
+        reused = record.cache.hits > 0 or record.how in (BuildHow.INCREMENTAL, BuildHow.PREBUILT)
         if not (self.spec.cache_check and record.ok and record.artifact and reused):
             return False, 0.0
         key = f"{record.key}-uncached"
@@ -126,11 +126,13 @@ class CheckoutBuilder:
                 log.write(f"\n# checkout failed: {reason}\n")
             step = None
             if not reason and (overrides or self.checkouts.pinned):
-                # an incremental tree is moved by git alone: it would keep the pinned dependencies
-                log.write("# built clean: its dependencies are checked out by attrib, not by git\n")
+                # neither an incremental tree (moved by git alone: it would keep the pinned
+                # dependencies) nor an archive of the commit alone is this checkout
+                if self.spec.incremental or self.spec.prebuilt:
+                    log.write("# built clean: its dependencies are checked out by attrib, not by git\n")
                 step = self.step.run(key, checkout, log)
             elif not reason:
-                step = self.step.build(commit.sha, key, checkout, log)
+                step = self.step.build(commit.sha, key, checkout, log, self.workdir.scratch(f"prebuilt-{key}"))
         reason = reason or (step.reason if step is not None else "")
         seconds = step.duration_s if step is not None else 0.0
         artifact, files = "", cast(tuple[tuple[str, str], ...], ())
@@ -147,4 +149,5 @@ class CheckoutBuilder:
         return BuildRecord(
             key, commit.sha, commit.tree, not reason, reason, str(log_path), str(checkout), seconds, False,
             artifact, files, BuildHow.CLEAN if step is None else step.how, CacheServed() if step is None else step.cache,
+            "" if step is None else step.note,
         )  # fmt: skip

@@ -138,12 +138,17 @@ class BuildSpec:
     # checkout, that a build reuses from the nearest commit already built
     incremental: bool = False
     build_dir: str | None = None
+    # where a commit's build may already exist (evaluate/prebuilt.py): a URL or an absolute path
+    # with {sha}; its archive replaces the build, and `<archive>.sha256` is checked when published
+    prebuilt: str | None = None
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
         fields = asdict(self)
         if not fields["artifacts"]:
             del fields["artifacts"]  # keeps the cache keys of recipes that declare none
+        if fields["prebuilt"] is None:
+            del fields["prebuilt"]  # keeps the keys of recipes without one; an archive is another build
         for name in ("cache", "cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):
             del fields[name]  # a cache or a reused build dir gives the objects a clean build would
         blob = json.dumps(fields, sort_keys=True, default=list)

@@ -98,6 +98,14 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
     "cache_check": (_BOOL, False),
     "incremental": (_BOOL, False),
+    "prebuilt": (
+        _rule(
+            str,
+            lambda v: "{sha}" in v and (v.startswith(("http://", "https://", "/"))),
+            'a URL or an absolute path with {sha}, such as "https://ci.example/builds/{sha}.tar.gz"',
+        ),
+        False,
+    ),
     "build_dir": (_rule(str, relative_path, 'a directory relative to the checkout, such as "build"'), False),
     "cache_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path (on Slurm: a directory every node shares)"), False),
 }
@@ -341,6 +349,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             cache_check=bool(build_t.get("cache_check", True)),
             incremental=bool(build_t.get("incremental", False)),
             build_dir=build_t.get("build_dir"),
+            prebuilt=build_t.get("prebuilt"),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,

@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from attrib.core.blocks import BlockReason
-from attrib.core.model import RevertStatus, SearchMethod, Status, Verdict
+from attrib.core.model import BuildHow, RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, rolls_section
 from attrib.report.group import cell as _cell
@@ -332,8 +332,12 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
     return out
 
 
+MAX_BUILD_NOTES = 5  # reasons a build was not what the recipe asked first, listed in the report
+
+
 def _build_lines(result: BisectResult) -> list[str]:
-    """What the compiler cache served the builds of this run, and why it served some none."""
+    """What the compiler cache served the builds of this run, and why it served some none; how
+    many were prebuilt, incremental or clean, and why some were not what the recipe asked."""
     builds = [c.build for c in result.commits if c.build is not None and c.build.ok and not c.build.cached]
     served = [b.cache for b in builds if b.cache.tool]
     lines = []
@@ -344,6 +348,13 @@ def _build_lines(result: BisectResult) -> list[str]:
         )
     notes = sorted({b.cache.note for b in builds if b.cache.note})
     lines += [f"- compiler cache: {note}" for note in notes]
+    hows = Counter(b.how for b in builds)
+    if set(hows) - {BuildHow.CLEAN}:
+        lines.append("- builds: " + ", ".join(f"{hows[h]} {h.value}" for h in BuildHow if hows[h]))
+    why = Counter(b.note for b in builds if b.note)
+    lines += [f"- {n} build(s): {note}" for note, n in sorted(why.items())[:MAX_BUILD_NOTES]]
+    if len(why) > MAX_BUILD_NOTES:
+        lines.append(f"- and {len(why) - MAX_BUILD_NOTES} other reason(s): see each build's log")
     return lines
 
 

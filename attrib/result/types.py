@@ -185,6 +185,7 @@ class BuildInfo:
     log: str
     how: BuildHow = BuildHow.CLEAN  # how it was built and what the compiler cache served it
     cache: CacheServed = CacheServed()
+    note: str = ""  # why it is not what the recipe asked first (core/model.BuildRecord)
 
 
 @dataclass(frozen=True)

@@ -326,7 +326,7 @@ def _commit_rows(outcome: Outcome) -> tuple[CommitRow, ...]:
                 reference=reference,
                 samples=len(rec.samples),
                 median=statistics.median(rec.samples) if rec.samples else None,
-                build=None if b is None else BuildInfo(b.ok, b.cached, b.reason, b.log_path, b.how, b.cache),
+                build=None if b is None else BuildInfo(b.ok, b.cached, b.reason, b.log_path, b.how, b.cache, b.note),
                 failed_runs=tuple(rec.failed_runs),
                 nodes=dict(Counter(n for n in rec.nodes if n)),
                 quantiles=quantiles,
