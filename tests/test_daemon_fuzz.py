@@ -56,6 +56,7 @@ def flags(draw: st.DrawFn, repo_info: tuple[Path, list[str]]) -> dict[str, Any]:
         "bad": st.sampled_from([shas[-1], shas[3], "main", "no-such-rev", shas[0]]),
         "recipe": st.sampled_from(["demo.toml", "../demo.toml", "/etc/passwd", "demo.toml\n"]),
         "benchmark": st.sampled_from(["loop", "nope", ""]),
+        "benchmarks": st.sampled_from([["loop"], ["nope"], [], ["loop", "loop"], ["l*"], "loop", [1], [""], ["loop\n"]]),
         "source": nasty_text,
         "file_issue": st.sampled_from(["github:acme/kernels", "github:../..", "gitlab:a/b/c", "gitlab:../..", "dir:x", "dir:../x", "jira:1"]),
     }

@@ -63,7 +63,7 @@ def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: 
     recipes.mkdir()
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
     config = write_config(
-        tmp_path, SECRET, recipes, workers=1, executor="local",
+        tmp_path, SECRET, recipes, workers=1, executor="local", group_window_s=0,
         tables="[history.projects.demo]\n"
         f'repo = "{tree.path}"\nbranch = "main"\nfile_issue = "dir:nightly"\n'
         # The planted step doubles the time; a detector for a shared machine ignores less than

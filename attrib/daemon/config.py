@@ -16,6 +16,7 @@ github_token_file = "/etc/attrib/github-token"   # default: $GITHUB_TOKEN (actio
 signature_tolerance_s = 300      # signed timestamps this far from our clock are refused
 allow_legacy_signature = false   # accept the old sha256= form (no timestamp) during a migration
 allow_http_repos = false         # fetch plain http:// repository URLs (cleartext code we then build)
+group_window_s = 1800            # a nightly history job waits this long for overlapping ranges to join it
 [history]   # nightly results: projects, repositories, benchmark -> recipe (attrib/history/projects.py)
 ```
 """
@@ -42,6 +43,9 @@ MIN_SECRET_CHARS = 16
 DEFAULT_GITHUB_API = "https://api.github.com"
 GITHUB_TOKEN_VAR = "GITHUB_TOKEN"
 DEFAULT_HEAD_TIMEOUT_S = 10.0  # a silent or trickling connection holds its slot this long at most
+# Change points of one upload arrive together, but other machines' and configurations' nights
+# arrive over the next minutes: a history job waits this long for them to join (Skia Perf waits 30 min).
+DEFAULT_GROUP_WINDOW_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class Settings:
     allow_legacy_signature: bool = False
     allow_http_repos: bool = False
     head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S  # a request head must be complete within this
+    group_window_s: float = DEFAULT_GROUP_WINDOW_S  # overlapping ranges join a queued job this long
     history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
 
     @property
@@ -93,6 +98,7 @@ _KEYS: dict[str, Any] = {
     "allow_legacy_signature": bool,
     "allow_http_repos": bool,
     "head_timeout_s": float,
+    "group_window_s": float,
     "history": dict[str, Any],
 }
 
@@ -151,7 +157,7 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     secret = read_secret(Path(merged.pop("secret_file")))
     if merged.get("executor", "local") not in EXECUTORS:
         raise InputError(f"--executor {merged['executor']!r}: expected one of: {', '.join(EXECUTORS)}")
-    for key, low in (("workers", 0), ("max_queue", 1), ("port", 0)):
+    for key, low in (("workers", 0), ("max_queue", 1), ("port", 0), ("group_window_s", 0)):
         if key in merged and merged[key] < low:
             raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
     for key, default in (("lease_s", DEFAULT_LEASE_S), ("signature_tolerance_s", DEFAULT_TOLERANCE_S), ("head_timeout_s", DEFAULT_HEAD_TIMEOUT_S)):

@@ -1,6 +1,7 @@
 """Regression flags: what CI sends, validated field by field before anything is stored.
 
-A flag is a JSON object {"repo", "good", "bad", "recipe", "benchmark"?, "source"?, "file_issue"?}.
+A flag is a JSON object {"repo", "good", "bad", "recipe", "benchmark"? or "benchmarks"?, "source"?,
+"file_issue"?}; "benchmarks" (a list of names or globs) makes a group.
 It reaches the daemon directly (POST /v1/regressions, `attrib submit`) or inside a forge's
 webhook payload (docs/daemon.md: the ```attrib-flag block of a GitHub check run's output, the
 ATTRIB_FLAG variable of a GitLab pipeline), or a failed GitHub workflow run names the run whose
@@ -27,11 +28,12 @@ from attrib.daemon.store import NewJob
 from attrib.errors import FlagError, InputError, RepoError, TargetError
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, UrlRule, is_git_url, mirror_url, validate_revision_text
-from attrib.recipe import load_recipe
+from attrib.recipe import Recipe, load_recipe
 from attrib.tracker import parse_target
 
 _DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-FIELDS = ("repo", "good", "bad", "recipe", "benchmark", "source", "file_issue")
+FIELDS = ("repo", "good", "bad", "recipe", "benchmark", "benchmarks", "source", "file_issue")
+MAX_BENCHMARKS = 1000  # names in one flag's "benchmarks": a recipe's kernels, not a dump
 REQUIRED = ("repo", "good", "bad", "recipe")
 MAX_TEXT = 2000  # characters of any one field: a flag is small
 FREE_TEXT = ("source",)  # fields that are prose: surrounding whitespace is trimmed, not refused
@@ -103,11 +105,30 @@ def _text(flag: dict[str, Any], name: str, required: bool) -> str | None:
 
 def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
     """A validated job for `flag`, or FlagError naming the first bad field."""
+    return prepare_group(flag, ctx)[0]
+
+
+def _names(flag: dict[str, Any]) -> list[str] | None:
+    """The flag's "benchmarks": 1 to MAX_BENCHMARKS names or globs; None when it has none."""
+    value = flag.get("benchmarks")
+    if value is None:
+        return None
+    if "benchmark" in flag:
+        raise FlagError("benchmarks", "expected either benchmark or benchmarks, not both")
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_BENCHMARKS:
+        raise FlagError("benchmarks", f"expected a list of 1 to {MAX_BENCHMARKS} benchmark names or globs")
+    return [_text({"benchmarks": v}, "benchmarks", True) or "" for v in value]
+
+
+def prepare_group(flag: dict[str, Any], ctx: FlagContext) -> tuple[NewJob, tuple[str, ...]]:
+    """A validated job for `flag` and the benchmarks it names (one, or a group's, in the order
+    asked, globs matched against the recipe), or FlagError naming the first bad field."""
     unknown = sorted(set(flag) - set(FIELDS))
     if unknown:
         raise FlagError(unknown[0], f"unknown field; expected only: {', '.join(FIELDS)}")
     repo_text, good_rev, bad_rev, recipe_text = (_text(flag, f, True) or "" for f in REQUIRED)
     bench_name = _text(flag, "benchmark", False)
+    names = _names(flag)
     source = _text(flag, "source", False)
     file_issue = _text(flag, "file_issue", False)
     for name, rev in (("good", good_rev), ("bad", bad_rev)):
@@ -123,9 +144,9 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
     except InputError as exc:
         raise FlagError("recipe", str(exc)) from None
     try:
-        bench = recipe.benchmark(bench_name)
+        members = _members(recipe, bench_name, names)
     except InputError as exc:
-        raise FlagError("benchmark", str(exc)) from None
+        raise FlagError("benchmark" if names is None else "benchmarks", str(exc)) from None
     repo_path = _local_repo(repo_text, ctx)
     try:
         repo = GitRepo(repo_path)
@@ -141,7 +162,7 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
         raise FlagError("bad", f"{bad_rev} is the same commit as good {good_rev} ({shas['good'][:10]})")
     if not repo.is_ancestor(shas["good"], shas["bad"]):
         raise FlagError("good", f"{good_rev} ({shas['good'][:10]}) is not an ancestor of bad {bad_rev} ({shas['bad'][:10]})")
-    return NewJob(
+    job = NewJob(
         repo=repo_text if is_git_url(repo_text) else str(repo.path),
         repo_path=str(repo.path),
         good=shas["good"],
@@ -149,11 +170,27 @@ def prepare(flag: dict[str, Any], ctx: FlagContext) -> NewJob:
         good_rev=good_rev,
         bad_rev=bad_rev,
         recipe=str(recipe_path),
-        benchmark=bench.name,
+        benchmark=members[0],
         source=source,
         file_issue=file_issue,
         seed=secrets.randbelow(2**31),
     )
+    return job, members
+
+
+def _members(recipe: Recipe, name: str | None, names: list[str] | None) -> tuple[str, ...]:
+    """The benchmarks a flag names: `benchmark` as it always was (a recipe benchmark, the recipe's
+    only one when absent), else a member of a benchmark that prints `name value` lines, or a glob;
+    `benchmarks` through the recipe's selection, in the order asked."""
+    if names is not None:
+        return tuple(b.name for b in recipe.select(names))
+    if name is None or name in {b.name for b in recipe.benchmarks}:
+        return (recipe.benchmark(name).name,)
+    try:
+        return tuple(b.name for b in recipe.select([name]))
+    except InputError:
+        recipe.benchmark(name)  # its own words: "no benchmark named ..."
+        raise
 
 
 def _recipe_path(text: str, recipes_dir: Path) -> Path:

@@ -30,14 +30,16 @@ from typing import Any
 
 from attrib.core.detect import ChangeDirection
 from attrib.daemon.config import Settings
-from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare
+from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare_group
+from attrib.daemon.grouping import Join
+from attrib.daemon.schema import NewJob
 from attrib.daemon.store import Store
 from attrib.errors import FlagError, InputError, QueueFull, RepoError
 from attrib.formats.results_csv import parse_timestamp
 from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
-from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide
+from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide, groups, union
 from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
@@ -140,66 +142,80 @@ class Nightly:
         }  # fmt: skip
 
     def flag_pending(self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None) -> list[dict[str, Any]]:
+        """Decide every change point still waiting. Those to bisect are grouped first (one recipe,
+        overlapping ranges: flagging.groups); a group joins a queued job of an overlapping range
+        inside its grouping window, or is queued as one job of all its benchmarks, which takes
+        one of the day's bisections (the first point `queued`, the others `grouped`)."""
         now = time.time() if now is None else now
         pos = {sha: i for i, sha in enumerate(commits)}
-        out = []
+        out: list[dict[str, Any]] = []
+        to_queue: list[tuple[Series, Change, Span, Decision]] = []
         for s, c in self.history.waiting_changes(project.name):
             if c.before not in pos or c.after not in pos:
                 continue
             span = Span(pos[c.before], pos[c.after])
             rule = project.rule_for(s.benchmark)
-            covered = self._covered(rule, repo_path, pos) if rule else []
-            queued = self.history.queued_since(project.name, now - DAY_S)
+            covered = self._covered(rule, rule.member(s.benchmark), repo_path, pos) if rule else []
             regression = c.direction == ChangeDirection.REGRESSION.value
-            d = decide(project, s.benchmark, regression, span, covered, queued)
-            claim = None
+            d = decide(project, s.benchmark, regression, span, covered, 0)  # the day's limit: per group, below
             if d.state is FlagState.QUEUED:
-                claim, d = self._queue(project, s, c, d, now)
-                if claim is Claim.TAKEN:
-                    continue
-                if claim is Claim.LIMIT:
-                    d = decide(project, s.benchmark, regression, span, covered, project.max_bisections_per_day)
-            if claim is not Claim.CLAIMED and not self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
-                continue  # another upload decided it meanwhile (and reports it)
-            out.append({"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note})
+                to_queue.append((s, c, span, d))
+            elif self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
+                out.append(_decided(s, c, d))
+        for group in groups([(d.rule.recipe if d.rule else "", span) for _, _, span, d in to_queue]):
+            out += self._queue_group(project, [to_queue[i] for i in group], commits, now)
         return out
 
-    def _covered(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> list[Covered]:
-        """Jobs (open or earlier, from CI or from the history) of the same repository, recipe and
-        benchmark whose range lies on the line: a change point inside one is not bisected again."""
+    def _covered(self, rule: MapRule, member: str | None, repo_path: Path, pos: dict[str, int]) -> list[Covered]:
+        """Jobs (open or earlier, from CI or from the history) of the same repository and recipe
+        that bisect `member` (None: the recipe's one benchmark) over a range on the line: a change
+        point inside one is not bisected again."""
         recipe = str((self.settings.recipes_dir / rule.recipe).resolve())
+        jobs = [j for j in self.store.jobs(1000) if j.repo_path == str(repo_path) and j.recipe == recipe]
+        members = self.store.members([j.id for j in jobs])
         out = []
-        for j in self.store.jobs(1000):
-            if j.repo_path != str(repo_path) or j.recipe != recipe or (rule.benchmark and j.benchmark != rule.benchmark):
+        for j in jobs:
+            if member and member not in members.get(j.id, [j.benchmark]):
                 continue
             if j.good in pos and j.bad in pos:
                 out.append(Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag"))
         return out
 
-    def _queue(self, project: ProjectConfig, s: Series, c: Change, d: Decision, now: float) -> tuple[Claim | None, Decision]:
-        """Validate the flag, then claim the day's slot, queue the job and link it to the change
-        point in one transaction (HistoryStore.claim_bisection). The validation asks git (slow)
-        and comes first: a daemon killed there has claimed nothing, and the point stays waiting.
-        The count `decide` saw may be stale by now (another upload): the claim counts again, so
-        the limit holds under concurrency. (None, decision) when nothing could be claimed."""
+    def _queue_group(self, project: ProjectConfig, points: list[tuple[Series, Change, Span, Decision]], commits: list[str], now: float) -> list[dict[str, Any]]:
+        """Validate the group's flag, then join a queued job of an overlapping range, or claim the
+        day's slot and queue the job, linked to the first change point, in one transaction
+        (HistoryStore.claim_bisection; the validation asks git and comes first: a daemon killed
+        there has claimed nothing). The claim counts again: the limit holds under concurrency."""
+        first_s, first_c, _, d = points[0]
         assert d.rule is not None
+        span = union([p[2] for p in points])
+        names = list(dict.fromkeys(n for s, _, _, _ in points if (n := d.rule.member(s.benchmark))))
+        what = f"{first_s.label}" + (f" and {len(points) - 1} more" if len(points) > 1 else "")
         flag: dict[str, Any] = {
-            "repo": project.repo, "good": c.before, "bad": c.after, "recipe": d.rule.recipe,
-            "source": f"{DETECTED_IN}: {project.name} {s.label} {c.before[:10]}..{c.after[:10]} ({c.change_pct:+.2f} %)",
+            "repo": project.repo, "good": commits[span.good], "bad": commits[span.bad], "recipe": d.rule.recipe,
+            "source": f"{DETECTED_IN}: {project.name} {what} {commits[span.good][:10]}..{commits[span.bad][:10]} ({first_c.change_pct:+.2f} %)",
         }  # fmt: skip
-        if d.rule.benchmark:
-            flag["benchmark"] = d.rule.benchmark
+        if len(names) > 1:
+            flag["benchmarks"] = names
+        elif names:
+            flag["benchmark"] = names[0]
         if project.file_issue:
             flag["file_issue"] = project.file_issue
         try:
-            job = prepare(flag, self.ctx)
+            job, members = prepare_group(flag, self.ctx)
         except FlagError as exc:
-            return None, Decision(FlagState.REFUSED, d.rule, note=f"the flag does not validate: {exc}")
-        body = json.dumps({"history": {"project": project.name, "series": s.id, "change": c.id}, "flag": flag})
+            refused = Decision(FlagState.REFUSED, d.rule, note=f"the flag does not validate: {exc}")
+            return self._settle(points, refused, refused, now)
+        body = json.dumps({"history": {"project": project.name, "series": first_s.id, "change": first_c.id}, "flag": flag})
+        joined = self.store.join(job, ROUTE, body, members, self._joins(job, span, commits, now))
+        if joined is not None:
+            grouped = Decision(FlagState.GROUPED, d.rule, joined, f"joined the group job {joined}")
+            return self._settle(points, grouped, grouped, now)
         queued: list[Decision] = []
 
         def queue(conn: sqlite3.Connection) -> Flagged:
-            acc = self.store.submit_within(conn, job, ROUTE, body)
+            hold = now + self.settings.group_window_s
+            acc = self.store.submit_within(conn, job, ROUTE, body, members=members, hold_until=hold)
             if acc.duplicate_of:
                 queued.append(Decision(FlagState.DUPLICATE, d.rule, acc.duplicate_of, f"merged into the active job {acc.duplicate_of}"))
             else:
@@ -207,10 +223,44 @@ class Nightly:
             return Flagged(queued[-1].state, queued[-1].job_id, queued[-1].note)
 
         try:
-            claim = self.history.claim_bisection(c.id, project.name, now - DAY_S, project.max_bisections_per_day, queue, now)
+            claim = self.history.claim_bisection(first_c.id, project.name, now - DAY_S, project.max_bisections_per_day, queue, now)
         except QueueFull as exc:
-            return None, Decision(FlagState.RATE_LIMITED, d.rule, note=f"{exc}; retried with the next results")
-        return claim, (queued[-1] if claim is Claim.CLAIMED else d)
+            limited = Decision(FlagState.RATE_LIMITED, d.rule, note=f"{exc}; retried with the next results")
+            return self._settle(points, limited, limited, now)
+        if claim is Claim.TAKEN:
+            return []  # another upload decided its first point; the others are retried with the next
+        if claim is Claim.LIMIT:
+            limited = decide(project, first_s.benchmark, True, span, [], project.max_bisections_per_day)
+            return self._settle(points, limited, limited, now)
+        lead = queued[-1]
+        rest = Decision(FlagState.GROUPED, d.rule, lead.job_id, f"one group with {first_s.label}: job {lead.job_id}")
+        return [_decided(first_s, first_c, lead)] + self._settle(points[1:], rest, rest, now)
+
+    def _joins(self, job: NewJob, span: Span, commits: list[str], now: float) -> list[Join]:
+        """Queued jobs of the same repository and recipe, inside the grouping window, whose range
+        on the line overlaps `span`: the group may join the first still queued."""
+        pos = {sha: i for i, sha in enumerate(commits)}
+        out = []
+        for j in self.store.open_groups(job.repo_path, job.recipe):
+            if now - j.created > self.settings.group_window_s or j.good not in pos or j.bad not in pos:
+                continue
+            theirs = Span(pos[j.good], pos[j.bad])
+            if theirs.overlaps(span):
+                both = union([theirs, span])
+                out.append(Join(j.id, commits[both.good], commits[both.bad]))
+        return out
+
+    def _settle(self, points: list[tuple[Series, Change, Span, Decision]], first: Decision, rest: Decision, now: float) -> list[dict[str, Any]]:
+        out = []
+        for i, (s, c, _, _) in enumerate(points):
+            d = first if i == 0 else rest
+            if self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
+                out.append(_decided(s, c, d))
+        return out
+
+
+def _decided(s: Series, c: Change, d: Decision) -> dict[str, Any]:
+    return {"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note}
 
 
 def base_url(settings: Settings) -> str:

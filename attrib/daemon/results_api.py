@@ -165,10 +165,13 @@ def _page(nightly: Nightly, settings: Settings, only: str | None = None, page: i
             body.append(_svg(nightly, project, s, line))
             if changes:
                 body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in ("change", "range", "p", "state", "bisection")) + "</tr>")
+                groups = nightly.store.members([c.job_id for c in changes if c.job_id])
                 for c in changes:
+                    group = groups.get(c.job_id or "")
                     job = (
                         f'<a class="job" href="/v1/jobs/{e(c.job_id)}">{e(c.job_id)}</a> '
                         f'<a class="report" href="/v1/jobs/{e(c.job_id)}/report">report</a>'
+                        + (f' <span class="group">group of {len(group)}: {", ".join(_bdi(m) for m in group)}</span>' if group else "")
                         if c.job_id
                         else _bdi(c.note)
                     )

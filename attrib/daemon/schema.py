@@ -92,8 +92,9 @@ class Job(NewJob):
             d["error"] = f"{d['error']}; {unreadable}" if d["error"] else unreadable
         return cls(**d)
 
-    def summary(self) -> dict[str, Any]:
-        """What the API shows of a job (no result document: GET /v1/jobs/{id} adds it)."""
+    def summary(self, members: list[str] | None = None) -> dict[str, Any]:
+        """What the API shows of a job (no result document: GET /v1/jobs/{id} adds it).
+        `members`: a group job's benchmarks (Store.members); `benchmarks` lists them, or the one."""
         return {
             "id": self.id,
             "state": self.state.value,
@@ -101,6 +102,7 @@ class Job(NewJob):
             "good": self.good,
             "bad": self.bad,
             "benchmark": self.benchmark,
+            "benchmarks": members or [self.benchmark],
             "source": self.source,
             "created": self.created,
             "updated": self.updated,
@@ -197,6 +199,25 @@ class Build:
 
 
 @dataclass(frozen=True)
+class JobMember:
+    """A benchmark of a group job (issue 29): a job with none is its `benchmark` alone. Rows are
+    added while the job is queued (a flag or change point joining it), never after."""
+
+    job_id: str = column("TEXT NOT NULL REFERENCES jobs (id)")
+    benchmark: str = column("TEXT NOT NULL")
+    position: int = column("INTEGER NOT NULL")  # the order asked
+
+
+@dataclass(frozen=True)
+class JobHold:
+    """A queued job no worker claims before `until`: the grouping window, in which change points
+    and flags of overlapping ranges join it (issue 29, `group_window_s`)."""
+
+    job_id: str = column("TEXT PRIMARY KEY REFERENCES jobs (id)")
+    until: float = column("REAL NOT NULL")
+
+
+@dataclass(frozen=True)
 class Table:
     """A table: its row type, columns that are not fields of the row (a rowid alias, a value
     derived from the row), table constraints and indexes."""
@@ -241,6 +262,8 @@ FLAGS = Table("flags", FlagRow)
 DELIVERIES = Table("deliveries", Delivery, indexes=("CREATE INDEX IF NOT EXISTS deliveries_by_expiry ON deliveries (expires)",))
 SAMPLES = Table("samples", Sample, constraints=("PRIMARY KEY (job_id, key, n)",))
 BUILDS = Table("builds", Build, extra=(("id", "INTEGER PRIMARY KEY"),))
-TABLES = (META, JOBS, TRANSITIONS, FLAGS, DELIVERIES, SAMPLES, BUILDS)
+JOB_MEMBERS = Table("job_members", JobMember, constraints=("PRIMARY KEY (job_id, benchmark)",))
+JOB_HOLDS = Table("job_holds", JobHold)
+TABLES = (META, JOBS, TRANSITIONS, FLAGS, DELIVERIES, SAMPLES, BUILDS, JOB_MEMBERS, JOB_HOLDS)
 JOB_COLUMNS = ", ".join((*JOBS.fields, "dedup_key"))  # what Job.from_row reads
 COUNTED = ("jobs", "flags", "samples", "builds")  # the status page's row counts

@@ -39,8 +39,9 @@ from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_g
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
-from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare
+from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare_group
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.grouping import joins
 from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
@@ -111,8 +112,11 @@ def _api(store: Store, settings: Settings) -> FastAPI:
 
     def _accept(flag: dict[str, Any], route: str, body: bytes, verified: Verified) -> Accepted:
         # Runs in the thread pool: validation runs git (and may fetch a URL), the store blocks.
-        job = prepare(flag, ctx)
-        return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires)
+        # A flag naming several benchmarks is a group; one whose range overlaps a job still
+        # queued (for the same repository and recipe) joins it (daemon/grouping.py).
+        job, members = prepare_group(flag, ctx)
+        join = joins(store, job, members, settings.group_window_s, time.time())
+        return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires, members, join)
 
     def _accepted(acc: Accepted) -> JSONResponse:
         return JSONResponse(acc.answer(), status_code=202, headers={"X-Attrib-Replay": "1"} if acc.replay else None)
@@ -194,7 +198,9 @@ def _api(store: Store, settings: Settings) -> FastAPI:
                 states = [JobState(s) for s in state.split(",")]
             except ValueError:
                 raise FlagError("state", f"{state!r}: expected one or more of {', '.join(s.value for s in JobState)}") from None
-        return JSONResponse({"jobs": [j.summary() for j in store.jobs(int(limit), states)]})
+        jobs = store.jobs(int(limit), states)
+        members = store.members([j.id for j in jobs])
+        return JSONResponse({"jobs": [j.summary(members.get(j.id)) for j in jobs]})
 
     @app.get("/v1/jobs/{job_id}")
     def job(request: Request, job_id: str) -> Response:
@@ -205,7 +211,7 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         report = settings.job_dir(found.id) / "report.md"
         return JSONResponse(
             {
-                **found.summary(),
+                **found.summary(store.members([found.id]).get(found.id)),
                 "result": to_json(found.result) if found.result is not None else None,
                 "report": f"/v1/jobs/{found.id}/report" if report.exists() else None,
             }
@@ -259,7 +265,9 @@ def status_page(store: Store) -> str:
 
     counts = store.counts()
     rows = []
-    for j in store.jobs(50):
+    jobs = store.jobs(50)
+    groups = store.members([j.id for j in jobs])
+    for j in jobs:
         status, culprits = _result_cells(j)
         phase = j.progress.get("phase", "") if j.state is JobState.RUNNING else (j.error or "")
         report = f'<a href="/v1/jobs/{e(j.id)}/report">report</a>' if j.state is JobState.DONE else ""
@@ -273,7 +281,7 @@ def status_page(store: Store) -> str:
                     e(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(j.created))),
                     b(j.repo),
                     e(f"{j.good[:10]}..{j.bad[:10]}"),
-                    b(j.benchmark),
+                    _members_cell(groups.get(j.id), j.benchmark),
                     e(status),
                     e(culprits),
                     b(str(phase)),
@@ -294,6 +302,14 @@ def status_page(store: Store) -> str:
         " <a href='/series'>nightly series</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table></body></html>"
     )
+
+
+def _members_cell(members: list[str] | None, benchmark: str) -> str:
+    """A job's benchmark, or a group's: how many, and each of them (folded when many)."""
+    if not members:
+        return f"<bdi>{html.escape(benchmark)}</bdi>"
+    names = ", ".join(f"<bdi>{html.escape(m)}</bdi>" for m in members)
+    return f"<details class='group'><summary>group of {len(members)}</summary>{names}</details>"
 
 
 def _room_for_connections(wanted: int) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.core.model import JobState
+from attrib.daemon.grouping import GroupQueries, Join, add_members, join_queued
 from attrib.daemon.schema import (
     ACTIVE_SQL,
     BUILDS,
@@ -29,6 +30,7 @@ from attrib.daemon.schema import (
     DELIVERIES,
     FLAGS,
     JOB_COLUMNS,
+    JOB_HOLDS,
     JOBS,
     META,
     SAMPLES,
@@ -39,6 +41,7 @@ from attrib.daemon.schema import (
     Delivery,
     FlagRow,
     Job,
+    JobHold,
     NewJob,
     Sample,
     Transition,
@@ -46,13 +49,12 @@ from attrib.daemon.schema import (
 from attrib.errors import QueueFull, StateError
 from attrib.evaluate.runners import RunResult
 from attrib.result import BisectResult, dump
-from attrib.sqlite import SqliteStore
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
 DEFAULT_MAX_QUEUE = 100  # queued jobs; more flags are refused with 429 until the queue drains
 DEFAULT_LEASE_S = 30.0  # a running job's worker must renew its lease within this time
 
-__all__ = ["Accepted", "Job", "NewJob", "Store"]  # the row types are the schema's (daemon/schema.py)
+__all__ = ["Accepted", "Job", "Join", "NewJob", "Store"]  # the row types are the schema's (daemon/schema.py)
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,13 @@ class Accepted:
     flag_id: str
     duplicate_of: str | None
     replay: bool = False  # the same request was answered before: this is that answer, nothing stored
+    joined: bool = False  # merged into a queued group job of an overlapping range (issue 29)
 
     def answer(self) -> dict[str, Any]:
         return {"id": self.job_id, "duplicate_of": self.duplicate_of, "flag": self.flag_id}
 
 
-class Store(SqliteStore):
+class Store(GroupQueries):
     kind = "state database"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
@@ -94,7 +97,8 @@ class Store(SqliteStore):
     # --- flags and jobs ---------------------------------------------------------------------
 
     def submit(
-        self, job: NewJob, route: str, body: str, replay_keys: Sequence[str] = (), replay_expires: float | None = None
+        self, job: NewJob, route: str, body: str, replay_keys: Sequence[str] = (), replay_expires: float | None = None,
+        members: Sequence[str] = (), join: Sequence[Join] = (),
     ) -> Accepted:
         """Queue `job`, or merge it into the active job with the same key. Every accepted flag
         is stored; a full queue refuses new work (QueueFull) and stores nothing. `replay_keys`
@@ -103,23 +107,35 @@ class Store(SqliteStore):
         are stored with the flag, in the same transaction, until `replay_expires` (None: as
         long as the flag)."""
         with self._errors("accept a flag"), self._write() as c:
-            return self.submit_within(c, job, route, body, replay_keys, replay_expires)
+            return self.submit_within(c, job, route, body, replay_keys, replay_expires, members, join)
 
     def submit_within(
         self, c: sqlite3.Connection, job: NewJob, route: str, body: str,
         replay_keys: Sequence[str] = (), replay_expires: float | None = None,
+        members: Sequence[str] = (), join: Sequence[Join] = (), hold_until: float | None = None,
     ) -> Accepted:  # fmt: skip
         """submit() inside a write transaction the caller holds on this database: the nightly
-        history claims a change point and queues its job in one transaction (issue 33)."""
+        history claims a change point and queues its job in one transaction (issue 33).
+        Groups (issue 29): `members`, the benchmarks of a flag naming several (the first is
+        `job.benchmark`); `join`, queued jobs of overlapping ranges it may join (the first still
+        queued takes it, its range widened to cover both); `hold_until`, a new job's grouping
+        window (no worker claims it before)."""
         now = time.time()
         flag_id = uuid.uuid4().hex[:16]
         c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
         earlier = self._answered(c, replay_keys, now)
         if earlier is not None:
             return earlier
-        row = c.execute(f"SELECT id FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
+        row = c.execute(f"SELECT id, state FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
+        target = join_queued(c, join, now) if row is None else None
         if row is not None:
             job_id, dup = row["id"], row["id"]
+            if row["state"] == JobState.QUEUED:  # not started: a benchmark it lacks joins it
+                add_members(c, job_id, members)
+        elif target is not None:
+            job_id = dup = target
+            add_members(c, job_id, members or (job.benchmark,))
+            self._transition(c, job_id, JobState.QUEUED, JobState.QUEUED, None, f"an overlapping range joined its group via {route}", now)
         else:
             queued = c.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (JobState.QUEUED,)).fetchone()[0]
             if queued >= self.max_queue:
@@ -131,10 +147,15 @@ class Store(SqliteStore):
                 (*(getattr(job, f.name) for f in fields(NewJob)), job_id, now, now, JobState.QUEUED, job.dedup_key),
             )
             self._transition(c, job_id, None, JobState.QUEUED, None, f"flagged via {route}", now)
+            if len(members) > 1:
+                add_members(c, job_id, members)
+            if hold_until is not None and hold_until > now:
+                c.execute(JOB_HOLDS.insert(), JOB_HOLDS.values(JobHold(job_id, hold_until)))
         c.execute(FLAGS.insert(), FLAGS.values(FlagRow(flag_id, job_id, now, route, dup is not None, body)))
         for key in replay_keys:
             c.execute(DELIVERIES.insert(), DELIVERIES.values(Delivery(key, flag_id, replay_expires)))
-        return Accepted(job_id, flag_id, dup)
+        return Accepted(job_id, flag_id, dup, joined=target is not None)
+
 
     def answered(self, keys: Sequence[str]) -> Accepted | None:
         """The answer given to the request one of `keys` names, if it was accepted before (and
@@ -202,9 +223,10 @@ class Store(SqliteStore):
         now = time.time() if now is None else now
         with self._errors("claim a job"), self._write() as c:
             row = c.execute(
-                "SELECT id, state, lease_owner FROM jobs WHERE (state = ?) OR (state = ? AND lease_expires < ?)"
-                " ORDER BY created, rowid LIMIT 1",
-                (JobState.QUEUED, JobState.RUNNING, now),
+                "SELECT id, state, lease_owner FROM jobs WHERE (state = ? AND NOT EXISTS"
+                " (SELECT 1 FROM job_holds h WHERE h.job_id = jobs.id AND h.until > ?))"
+                " OR (state = ? AND lease_expires < ?) ORDER BY created, rowid LIMIT 1",
+                (JobState.QUEUED, now, JobState.RUNNING, now),
             ).fetchone()
             if row is None:
                 return None

@@ -156,8 +156,11 @@ class Worker(threading.Thread):
     def bisect(self, job: Job, recorder: JobRecorder) -> BisectResult:
         from attrib.job import plan, run_bisect
 
+        # a group job bisects all its benchmarks (job_members, issue 29); another, its one
+        members = self.store.members([job.id]).get(job.id)
         p = plan(
-            Path(job.repo_path), job.good, job.bad, Path(job.recipe), [job.benchmark] if job.benchmark else [], self.settings.executor,
+            Path(job.repo_path), job.good, job.bad, Path(job.recipe), members or ([job.benchmark] if job.benchmark else []),
+            self.settings.executor,
             workdir_for(self.settings, job.repo_path), run_id=f"d{job.id}",
         )  # fmt: skip
         # slurm: its jobs are named after the daemon job (a restart finds and cancels leftovers),

@@ -6,6 +6,9 @@ is open or was queued before (from the history or from CI), and at most a projec
 `max_bisections_per_day` are queued per day: a bad night waits, it is not dropped (the
 rate-limited point is retried on the next ingestion). An improvement is recorded unless the
 project asks for improvements to be bisected too.
+
+Change points of one recipe whose ranges overlap are one group (`groups`): one job bisects all
+their benchmarks over the union of their ranges, and it counts once against the day's limit.
 """
 
 from __future__ import annotations
@@ -69,3 +72,31 @@ def decide(
             FlagState.RATE_LIMITED, rule, note=f"{queued_today} bisections queued for {project.name} in the last day (the limit)"
         )
     return Decision(FlagState.QUEUED, rule)
+
+
+def groups(points: Sequence[tuple[str, Span]]) -> list[list[int]]:
+    """The indices of `points` ((recipe, span) each) in groups: same recipe, ranges overlapping
+    one another directly or through others of the group; each group in input order, groups by
+    their first point."""
+    out: list[list[int]] = []
+    by_recipe: dict[str, list[int]] = {}
+    for i, (recipe, _) in enumerate(points):
+        by_recipe.setdefault(recipe, []).append(i)
+    for members in by_recipe.values():
+        ordered = sorted(members, key=lambda i: (points[i][1].good, points[i][1].bad))
+        current: list[int] = []
+        reach = -1
+        for i in ordered:
+            span = points[i][1]
+            if current and span.good >= reach:
+                out.append(current)
+                current = []
+            current.append(i)
+            reach = max(reach, span.bad) if len(current) > 1 else span.bad
+        if current:
+            out.append(current)
+    return sorted((sorted(g) for g in out), key=lambda g: g[0])
+
+
+def union(spans: Sequence[Span]) -> Span:
+    return Span(min(s.good for s in spans), max(s.bad for s in spans))

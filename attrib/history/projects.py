@@ -14,6 +14,7 @@ max_series = 10000                             # series the project may hold; mo
 detect = { min_segment = 5, alpha = 0.001 }    # DetectSettings fields [the detector's defaults]
 map = [                                        # first matching pattern wins
   { pattern = "BM_Gemm*", recipe = "kernels.toml", benchmark = "gemm" },
+  { pattern = "*", recipe = "kernels.toml", benchmark = "{series}" },   # the series' own name
 ]
 ```
 Only parsing and checking here; a recipe named in `map` is checked when a flag is made from
@@ -44,14 +45,22 @@ def _any(_: Any) -> bool:
 _HTTP_URL = Rule(lambda v: v.startswith(("http://", "https://")), "an http(s) URL")
 
 
+SERIES_NAME = "{series}"  # a map rule's benchmark that hands the series' own name to the recipe
+
+
 @dataclass(frozen=True)
 class MapRule:
     pattern: NonEmptyStr  # fnmatch glob over the series' benchmark name
     recipe: NonEmptyStr  # under the daemon's recipes directory
-    benchmark: NonEmptyStr | None = None  # the recipe's benchmark [its only one]
+    benchmark: NonEmptyStr | None = None  # the recipe's benchmark [its only one]; "{series}": the series' name
 
     def matches(self, name: str) -> bool:
         return fnmatch.fnmatchcase(name, self.pattern)
+
+    def member(self, series_benchmark: str) -> str | None:
+        """The recipe benchmark a series of this name is bisected as (None: the recipe's only one):
+        one rule serves a whole recipe of kernels when it hands on the series' own name."""
+        return series_benchmark if self.benchmark == SERIES_NAME else self.benchmark
 
 
 @dataclass(frozen=True)

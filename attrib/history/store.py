@@ -104,6 +104,7 @@ class FlagState(StrEnum):
     RATE_LIMITED = "rate_limited"  # the project's bisections per day are used up: retried later
     QUEUED = "queued"  # a job was queued for the range: job_id
     DUPLICATE = "duplicate"  # an open job or an earlier flag covers an overlapping range: job_id
+    GROUPED = "grouped"  # joined the group job of an overlapping range (queued once, counted once): job_id
     REFUSED = "refused"  # the flag did not validate (note says why): not retried
 
     @property
