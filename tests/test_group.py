@@ -189,3 +189,17 @@ def test_a_member_that_does_not_reproduce_is_reported_so():
     out = run_simulated_group(group, NoiseModel(sigma=SIGMA), 3)
     assert out.members["quiet"].status == "not_reproduced" and out.members["quiet"].culprits == ()
     assert out.members["a"].culprits == out.members["b"].culprits == ("c010",)
+
+
+def test_a_member_at_ignore_below_does_not_spend_builds_beyond_one_culprit():
+    # benchmarks/group_scenarios.py, 'weakest at the minimum', seed 1, trial 65: the member of
+    # exactly ignore_below reproduced, and its confirmations at the group's culprit said GOOD.
+    # The group had built 19 commits for it against the 11 one culprit may cost; now it takes
+    # the single search's rules (a smaller step once its retries are spent) within the budget.
+    pcts = (8.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0)
+    group = group_history(74, {f"m{i:02d}": {26: p} for i, p in enumerate(pcts)})
+    out = run_simulated_group(group, NoiseModel(sigma=SIGMA), 1293359571)
+    assert out.builds <= math.ceil(math.log2(74)) + 4
+    for i, p in enumerate(pcts[:-1]):
+        assert out.members[f"m{i:02d}"].culprits == ("c026",), p
+    assert out.members["m06"].culprits == ()

@@ -66,7 +66,11 @@ class GroupSearch:
                     lo, hi = self.searches[m]._credible_range(views[m].post)
                     found[m] = OutOfTime(lo, hi)
                 break
-            budget = build_budget(n) * (1 + len(culprits))
+            # builds: the single search's budget for each culprit the group may still have to
+            # locate: one more than it confirmed while an undecided member points elsewhere
+            # (holds less than half at the culprits confirmed), else none more
+            elsewhere = any(sum(views[m].post.probs[c] for c in culprits) < 0.5 for m in active)
+            budget = build_budget(n) * (len(culprits) + (1 if elsewhere or not culprits else 0))
             req = grouped.next_group_request(
                 n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
                 builds_left=budget - len(built),
@@ -90,14 +94,14 @@ class GroupSearch:
                 continue
             self.next_phase()
             for m in req.members:
-                result = self._confirm(m, positions, req, m in req.provisional, priors[m], unbuildable)
+                result = self._confirm(m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m])
                 if isinstance(result, Culprit):
                     culprits.add(req.position)
                 if result is not None:
                     found[m] = result
                 else:
                     retries[m] += 1
-            active = [m for m in active if m not in found and retries[m] <= MAX_CONFIRM_RETRIES]
+            active = [m for m in active if m not in found]
         return found
 
     def _views(
@@ -119,10 +123,12 @@ class GroupSearch:
         provisional: bool,
         prior: Any,
         unbuildable: set[int],
+        retries: int,
     ) -> Found | None:
         """One member's confirmation of the group's position, in the shared rounds of this phase,
-        and what it means for that member as the single search reads it (posterior_search.py);
-        None: not this position, the member searches on."""
+        and what it means for that member, by the single search's rules (posterior_search.py)
+        with the member's own count of disagreeing confirmations (`retries`); None: not this
+        position, the member searches on."""
         scope, search = self.scopes[member], self.searches[member]
         ev = scope.evidence
         n = len(positions) - 1
@@ -140,16 +146,22 @@ class GroupSearch:
         after = grouped.with_prior(own, prior)
         search._place(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])
-        held_own = sum(own.probs[last + 1 : k + 1])
         amb = tuple(positions[i] for i in req.ambiguous)
         if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:
             return SmallerStep(culprit, last_good, confirm, size)
-        if confirm.verdict is Verdict.GOOD and held_own >= locate.DEFAULT_LOCATE_AT:
-            # its own blocks hold the position and the paired rounds put the step at or below
-            # ignore_below: a smaller step (the group's prior alone never makes one)
+        spent = retries >= MAX_CONFIRM_RETRIES
+        if confirm.verdict is Verdict.GOOD and (held >= locate.DEFAULT_LOCATE_AT or spent):
+            # the paired rounds put the step at or below ignore_below where the posterior holds
+            # it (or the member's retries are spent): a smaller step, never a culprit, as alone;
+            # should the member's step lie elsewhere, the driver's remaining-change rule still
+            # looks for it, before and after
             return SmallerStep(culprit, last_good, confirm, size)
-        if confirm.verdict is Verdict.BAD and (held >= locate.DEFAULT_LOCATE_AT or not provisional):
+        if confirm.verdict is Verdict.BAD and provisional and held < locate.DEFAULT_LOCATE_AT and not spent:
+            scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
+            return None
+        if confirm.verdict is Verdict.BAD or spent:
+            if confirm.verdict is not Verdict.BAD:
+                scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
             return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
-        kind = NoteKind.POSITION_NOT_HELD if confirm.verdict is Verdict.BAD else NoteKind.CONFIRMATION_DISAGREED
-        scope.note(Note(kind, (culprit, last_good)))
+        scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
         return None
