@@ -101,7 +101,7 @@ class BuildStep:
         self, key: str, checkout: Path, env: dict[str, str], cache: CompilerCacheUse | None, log: TextIO
     ) -> tuple[str, float]:
         total, reason = 0.0, ""
-        for index, command in enumerate(self.spec.commands):
+        for index, command in enumerate(self.spec.command_lines()):
             log.write(f"$ {command}\n")
             log.flush()
             wrapped = cache.wrap(command, key, index) if cache is not None else command

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
@@ -141,12 +142,22 @@ class BuildSpec:
     # where a commit's build may already exist (evaluate/prebuilt.py): a URL or an absolute path
     # with {sha}; its archive replaces the build, and `<archive>.sha256` is checked when published
     prebuilt: str | None = None
+    # the build targets the benchmark needs: `{targets}` in a command becomes them, so that the
+    # build compiles only those (cmake --build build --target {targets}; make {targets})
+    targets: tuple[str, ...] = ()
+
+    def command_lines(self) -> tuple[str, ...]:
+        """The build commands as they run: `{targets}` replaced by the targets, each quoted for sh."""
+        names = " ".join(shlex.quote(t) for t in self.targets)
+        return tuple(c.replace("{targets}", names) for c in self.commands)
 
     def cache_identity(self) -> str:
         """Stable digest of everything in [build] that can change a build's output."""
         fields = asdict(self)
         if not fields["artifacts"]:
             del fields["artifacts"]  # keeps the cache keys of recipes that declare none
+        if not fields["targets"]:
+            del fields["targets"]  # keeps the keys of recipes without them
         if fields["prebuilt"] is None:
             del fields["prebuilt"]  # keeps the keys of recipes without one; an archive is another build
         for name in ("cache", "cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):

@@ -98,6 +98,10 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
     "cache_check": (_BOOL, False),
     "incremental": (_BOOL, False),
+    "targets": (
+        _rule(tuple[str, ...], lambda v: len(v) > 0 and all(x and not x.startswith("-") for x in v), 'a non-empty list of build target names, such as ["zlibstatic"]'),
+        False,
+    ),
     "prebuilt": (
         _rule(
             str,
@@ -269,6 +273,8 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     for key in ("cache_size", "cache_dir", "cache_check"):
         if key in build_t and "cache" not in build_t:
             raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
+    if "targets" in build_t and not any("{targets}" in c for c in build_t["commands"]):
+        raise ConfigError(path, "build.targets", "no build command says where they go: put {targets} in one, such as \"cmake --build build --target {targets}\"")
     if build_t.get("incremental"):
         for key, why in (("build_dir", "the out-of-tree build directory to reuse"), ("artifacts", "what the benchmark runs, hashed and copied from the reused tree")):
             if key not in build_t:
@@ -350,6 +356,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             incremental=bool(build_t.get("incremental", False)),
             build_dir=build_t.get("build_dir"),
             prebuilt=build_t.get("prebuilt"),
+            targets=tuple(build_t.get("targets", ())),
         ),
         benchmarks=tuple(benches),
         slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
