@@ -82,6 +82,7 @@ class Bisection:
         clock: Callable[[], float] | None = None,
         method: SearchMethod = SearchMethod.POSTERIOR,
         dependencies: Dependencies | None = None,
+        prebuilt: frozenset[str] = frozenset(),
     ) -> None:
         self.repo = repo
         self.dependencies = dependencies
@@ -108,6 +109,7 @@ class Bisection:
         )  # fmt: skip
         self.evidence: Evidence = self.evaluation  # what the driver asks of it: segment/scope.py
         self.scope = Scope(self.evidence, bench, config, self.evaluation.events, probes)
+        self.scope.prebuilt = prebuilt  # [build] prebuilt: what the search may have cheaper
         self.segments: SegmentSearch = (
             PosteriorSearch(self.scope, ignore) if method is SearchMethod.POSTERIOR else SequentialSearch(self.scope)
         )

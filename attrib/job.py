@@ -227,7 +227,7 @@ def run_bisect(
                 p.repo, tools.builder, wrap(tools.runner), p.bench, config, seed, events, probes=probes,
                 reverter=_reverter(p, tools.mirror), round_context=tools.executor.round,
                 paths=p.recipe.search_paths, deadline=deadline, method=p.recipe.search_method,
-                dependencies=dependencies,
+                dependencies=dependencies, prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
             )  # fmt: skip
             single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
             outcome = replace(single, notes=(*single.notes, *_cache_checks(tools.builder, single)))

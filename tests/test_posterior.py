@@ -394,3 +394,15 @@ def test_a_fast_spell_during_the_probes_does_not_move_the_boundary():
     paired = posterior(8, round_corrected(blocks, rounds), tau=0.1, anchored=True)
     assert paired.map == 5 and paired.probs[5] > 0.95 and paired.below(6) > 0.99
     assert unpaired.below(6) < 0.5  # 6 read as good: the spell, not the commit
+
+
+def test_a_commit_with_a_prebuilt_binary_is_cheaper_to_probe():
+    # issue 31: CI published binaries for every other commit; the next build goes to one of
+    # them, next to where it would have gone, worth more bits per unit of cost
+    rng = np.random.default_rng(9)
+    blocks = {0: list(rng.normal(0, 1, 4)), 64: list(rng.normal(3, 1, 4))}
+    plain, _ = next_request(64, blocks, tau=0.125)
+    odd = frozenset(range(1, 64, 2)) - {plain.position}
+    cheap, _ = next_request(64, blocks, tau=0.125, prebuilt=odd)
+    assert cheap.action is Action.BUILD and cheap.position in odd
+    assert abs(cheap.position - plain.position) <= 2 and cheap.value > plain.value

@@ -59,6 +59,9 @@ MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before sigma's usual bou
 LOCATE_SIGMA_QUANTILE = 0.01  # below MIN_LOCATE_DOF a position is located only if it holds at sigma's 99 % bound
 MIN_SIGMA_DOF = 4  # before this many within-commit degrees of freedom, sigma leans on `prior_sigma`
 DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
+# what a commit with a prebuilt binary ([build] prebuilt) costs against a build: the archive is
+# fetched and unpacked, nothing compiled; its first block is still measured (at least 1)
+PREBUILT_COST_FRACTION = 0.1
 DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
 CONFIRM_EARLY_AT = 0.9  # ... or confirm at once, provisionally, a gap of two adjacent measured commits holding this
 IRLS_STEPS = 6
@@ -340,6 +343,7 @@ def next_requests(
     cap: int | None = None,
     extended: frozenset[int] = frozenset(),
     anchored: bool = False,
+    prebuilt: frozenset[int] = frozenset(),
 ) -> tuple[tuple[Request, ...], Posterior]:
     """The next requests for a segment (at most `width`, to be built concurrently and measured
     in one shared round), and the posterior they were chosen from.
@@ -361,7 +365,8 @@ def next_requests(
     untested commits inside that gap may still be built (that finishes the search in at most
     log2 of its width builds), and when none are, the gap is named by the commit at its top with
     the others as its ambiguous range (the driver reports it unresolved: not measured). A build costs
-    `build_cost` blocks in the value, but the budget is what bounds builds: where the one-step
+    `build_cost` blocks in the value (a position in `prebuilt`, whose binary CI published,
+    PREBUILT_COST_FRACTION of that and at least a block), but the budget is what bounds builds: where the one-step
     model misfits (a second, smaller step elsewhere puts some commits at neither level) the
     posterior keeps a share on the far mode and each build still looks worth its cost."""
     post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
@@ -446,7 +451,13 @@ def next_requests(
     # failed build at a time.
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     price = build_cost * build_price(post, counts, builds_left)
-    cost = np.array([price * (1.0 + BREAK_SPAN / d if d else 1.0) for d in near])
+    # `prebuilt`: positions whose binary CI published, which cost an unpacking, not a build
+    cost = np.array(
+        [
+            (max(1.0, price * PREBUILT_COST_FRACTION) if j in prebuilt else price) * (1.0 + BREAK_SPAN / d if d else 1.0)
+            for j, d in zip(open_, near, strict=True)
+        ]
+    )
     ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, n)]
     for idx, j in enumerate(open_):
         if j in counts:

@@ -72,6 +72,12 @@ class CheckoutBuilder:
             self.fresh_builds += 1
             return record
 
+    def prebuilt_among(self, shas: list[str]) -> frozenset[str]:
+        """The commits whose prebuilt archive ([build] prebuilt) is there to fetch: what the
+        search may have for an unpacking instead of a build (none without the key)."""
+        archives = self.step.prebuilt
+        return frozenset(s for s in shas if archives.exists(s)) if archives is not None else frozenset()
+
     def differs_from_clean(
         self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES
     ) -> tuple[bool, float]:

@@ -51,6 +51,18 @@ class PrebuiltArchives:
     def where(self, sha: str) -> str:
         return self.template.replace("{sha}", sha)
 
+    def exists(self, sha: str) -> bool:
+        """Whether `sha`'s archive is there (a file; an HTTP HEAD answered 2xx), not whether it
+        is sound: unpacking checks that."""
+        where = self.where(sha)
+        if not self.remote:
+            return Path(where).is_file()
+        client = self.client or _client(where)
+        try:
+            return 200 <= client.send("HEAD", where[len(client.base_url) :], max_bytes=0).status < 300
+        except (PrebuiltUnavailable, ResponseTooLarge):
+            return False
+
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable:
         """`sha`'s archive unpacked into `checkout`, or why not."""
         where = self.where(sha)

@@ -123,6 +123,7 @@ class PosteriorSearch:
                 n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended),
                 builds_left=budget - len(built), anchored=True,
+                prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in scope.prebuilt),
             )  # fmt: skip
             if ev.out_of_time:
                 lo, hi = self._credible_range(post)
@@ -137,7 +138,7 @@ class PosteriorSearch:
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
                 self._inside_breaks(positions, unbuildable)
                 spent += len(reqs)
-                built.update(fresh)
+                built.update(fresh - scope.prebuilt)  # an unpacked archive is no build of the budget
                 continue
             if req.action is locate.Action.EXTEND:
                 extended.add(req.position)

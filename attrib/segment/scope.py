@@ -72,6 +72,7 @@ class Scope:
     config: TestConfig
     events: Events
     probes: int = 1
+    prebuilt: frozenset[str] = frozenset()  # commits whose binary CI published ([build] prebuilt): cheaper to build
     verdicts: dict[str, tuple[str, Verdict]] = field(default_factory=dict)  # sha -> (reference, verdict)
     notes: list[Note] = field(default_factory=list)
 
