@@ -2,8 +2,12 @@
 
 A worker claims the oldest queued job (or one whose lease expired: its worker died) and keeps
 the lease alive from a heartbeat thread while the bisection runs. Threads, not processes: a
-kill -9 of the daemon takes every worker with it, so nothing keeps measuring behind the back
-of the restarted daemon, which takes the job up again once the lease has expired.
+kill -9 of the daemon takes every worker with it, and the restarted daemon takes the job up
+again once the lease has expired. Nothing keeps measuring behind its back: every build or
+benchmark command runs under a guard that kills its process group when the daemon dies
+(executors/guard.py), what a job's commands leave running dies when the job ends, and before
+the workers start, the daemon ends whatever the local commands of a dead one still left
+(executors/processes.py: found by a token in their environment, never by a bare pid).
 
 Daemon jobs run the search with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
@@ -185,9 +189,14 @@ class Worker(threading.Thread):
 class WorkerPool:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.stopping = threading.Event()
+        self.settings = settings
         self.workers = [Worker(store, settings, self.stopping, i) for i in range(settings.workers)]
 
     def start(self) -> None:
+        from attrib.evaluate.executors.processes import end_leftovers
+
+        if ended := end_leftovers(self.settings.state / "work"):
+            log.warning("ended %d process(es) the local commands of a previous daemon left running", ended)
         for w in self.workers:
             w.start()
 

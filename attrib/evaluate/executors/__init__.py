@@ -74,7 +74,7 @@ def make_executor(
     if kind is ExecutorKind.LOCAL:
         from attrib.evaluate.executors.local import LocalExecutor
 
-        return LocalExecutor()
+        return LocalExecutor(workdir)
     from attrib.evaluate.compiler_cache import CONTAINER_DIR, default_dir
     from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
     from attrib.evaluate.images import build_recipe_image

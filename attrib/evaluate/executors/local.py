@@ -1,43 +1,66 @@
-"""Run on this host, each command in its own process group so a timeout kills all of it."""
+"""Run on this host, each command under a guard (guard.py) that leads its own process group: a
+timeout kills all of the group, and so does the death of this process, `kill -9` included (the
+guard's lifeline closes). The executor's ledger (processes.py) ends what its commands left
+when it closes, and lets a restarted daemon end what a dead one left."""
 
 from __future__ import annotations
 
 import os
 import platform
 import signal
+import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from attrib.evaluate.executors import guard
 from attrib.evaluate.executors.base import LocalDescription, ProcessResult
+from attrib.evaluate.executors.processes import TOKEN_ENV, Ledger
+
+GUARD_MARGIN_S = 10.0  # the guard's own deadline is the caller's timeout plus this: the caller acts first
 
 
 def run_process(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, timeout_s: float
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, timeout_s: float, ledger: Ledger | None = None
 ) -> ProcessResult:
     start = time.monotonic()
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    if ledger is not None:
+        full_env[TOKEN_ENV] = ledger.token
+    ours, theirs = socket.socketpair()  # the lifeline: `ours` closes when this process dies
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return ProcessResult(None, "", f"cannot start {argv[0]}: {exc.strerror}", False, 0.0)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", guard.__file__, str(theirs.fileno()), f"{timeout_s + GUARD_MARGIN_S:g}", "--", *argv],
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )
+        except OSError as exc:  # the checkout (cwd) is missing, or no room for a process
+            return ProcessResult(None, "", f"cannot start {argv[0]}: {exc.strerror}", False, 0.0)
+        finally:
+            theirs.close()
+        if ledger is not None:
+            ledger.started(proc.pid)
+        return _wait(proc, ours, argv, timeout_s, start)
+    finally:
+        ours.close()
+
+
+def _wait(proc: subprocess.Popen[str], lifeline: socket.socket, argv: Sequence[str], timeout_s: float, start: float) -> ProcessResult:
     try:
         out, err = proc.communicate(timeout=timeout_s)
-        return ProcessResult(proc.returncode, out, err, False, time.monotonic() - start)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
@@ -47,6 +70,17 @@ def run_process(
         _kill_group(proc)
         proc.communicate()
         raise
+    lifeline.setblocking(False)
+    try:
+        told = lifeline.recv(64)
+    except BlockingIOError:
+        told = b""
+    if told.startswith(b"E"):  # the guard could not start the command
+        return ProcessResult(None, "", f"cannot start {argv[0]}: {os.strerror(int(told[1:]))}", False, 0.0)
+    elapsed = time.monotonic() - start
+    if proc.returncode == -signal.SIGKILL and elapsed >= timeout_s:  # the guard's deadline, reached first on a busy host
+        return ProcessResult(None, out, err, True, elapsed)
+    return ProcessResult(proc.returncode, out, err, False, elapsed)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -59,6 +93,9 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 class LocalExecutor:
     name = "local"
 
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.ledger = Ledger.under(workdir)
+
     def identity(self) -> str:
         return f"local:{platform.machine()}"
 
@@ -69,10 +106,12 @@ class LocalExecutor:
         return nullcontext()  # one host: every run of a round is on it already
 
     def close(self) -> None:
-        pass  # every process is waited for or killed by run_process itself
+        """End whatever the commands left running (a server a build started): every process a
+        job starts dies with its job. Safe to call more than once."""
+        self.ledger.close()
 
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
-        return run_process(["sh", "-c", command], checkout, env, timeout_s)
+        return run_process(["sh", "-c", command], checkout, env, timeout_s, self.ledger)
 
     def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
-        return run_process(argv, checkout, None, timeout_s)
+        return run_process(argv, checkout, None, timeout_s, self.ledger)
