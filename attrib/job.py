@@ -151,8 +151,8 @@ class Tools:
 
 @contextmanager
 def opened(p: Plan) -> Iterator[Tools]:
-    """The work dir, mirror, executor, builder and runner of a plan; the executor is closed on
-    the way out, whatever happens inside (Ctrl-C included)."""
+    """The work dir, mirror, executor, builder and runner of a plan; the runner (a GPU worker)
+    and the executor are closed on the way out, whatever happens inside (Ctrl-C included)."""
     recipe = p.recipe
     p.workdir.root.mkdir(parents=True, exist_ok=True)
     executor = make_executor(
@@ -167,7 +167,12 @@ def opened(p: Plan) -> Iterator[Tools]:
             mirror = Mirror(p.workdir.mirror, p.repo)
         checkouts = Checkouts(p.workdir, mirror, origin_of(p.repo.path), p.submodule_urls, recipe.dependencies)
         builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build, checkouts)
-        yield Tools(executor, mirror, builder, make_runner(p.bench, executor))
+        runner = make_runner(p.bench, executor)
+        try:
+            yield Tools(executor, mirror, builder, runner)
+        finally:
+            if (close := getattr(runner, "close", None)) is not None:
+                close()  # the cupy runner's GPU worker
     finally:
         executor.close()
 

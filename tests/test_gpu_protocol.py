@@ -22,6 +22,7 @@ from attrib.evaluate.gpu.protocol import (
     plan_block,
     throttled,
 )
+from attrib.evaluate.gpu.session import KernelSession
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
 
@@ -169,7 +170,8 @@ def _spec(reps: int = 5, mode: str = "cold") -> BenchmarkSpec:
 
 
 def _digest_of(runner: CupyRunner, checkout: Path) -> str:
-    compiled = runner._prepared[checkout.resolve()].compiled
+    assert isinstance(runner.kernels, KernelSession)
+    compiled = runner.kernels.prepared[checkout.resolve()].compiled
     assert compiled is not None
     return compiled.digest
 
@@ -242,5 +244,6 @@ def test_digest_is_the_sha256_of_the_binary(tmp_path: Path) -> None:
     runner = CupyRunner(_spec(reps=1), device_factory=lambda: dev)
     t = _tree(tmp_path / "x", 8)
     runner.run(t)
-    compiled = runner._prepared[t.resolve()].compiled
+    assert isinstance(runner.kernels, KernelSession)
+    compiled = runner.kernels.prepared[t.resolve()].compiled
     assert compiled is not None and compiled.digest == hashlib.sha256(compiled.binary).hexdigest()

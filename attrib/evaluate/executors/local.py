@@ -15,12 +15,33 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from attrib.evaluate.executors import guard
 from attrib.evaluate.executors.base import LocalDescription, ProcessResult
 from attrib.evaluate.executors.processes import TOKEN_ENV, Ledger
 
 GUARD_MARGIN_S = 10.0  # the guard's own deadline is the caller's timeout plus this: the caller acts first
+
+
+def start_guarded(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], deadline_s: float, **popen: Any
+) -> tuple[subprocess.Popen[Any], socket.socket]:
+    """Start `argv` under a guard that leads its new process group (the group dies with this
+    process, or at `deadline_s`), and return it with this side of its lifeline: keep that open
+    while the command may run, close it after. OSError when it cannot start (no such cwd)."""
+    ours, theirs = socket.socketpair()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", guard.__file__, str(theirs.fileno()), f"{deadline_s:g}", "--", *argv],
+            cwd=cwd, env=dict(env), start_new_session=True, pass_fds=(theirs.fileno(),), **popen,
+        )  # fmt: skip
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return proc, ours
 
 
 def run_process(
@@ -32,30 +53,19 @@ def run_process(
         full_env.update(env)
     if ledger is not None:
         full_env[TOKEN_ENV] = ledger.token
-    ours, theirs = socket.socketpair()  # the lifeline: `ours` closes when this process dies
     try:
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", guard.__file__, str(theirs.fileno()), f"{timeout_s + GUARD_MARGIN_S:g}", "--", *argv],
-                cwd=cwd,
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-                start_new_session=True,
-                pass_fds=(theirs.fileno(),),
-            )
-        except OSError as exc:  # the checkout (cwd) is missing, or no room for a process
-            return ProcessResult(None, "", f"cannot start {argv[0]}: {exc.strerror}", False, 0.0)
-        finally:
-            theirs.close()
+        proc, lifeline = start_guarded(
+            argv, cwd, full_env, timeout_s + GUARD_MARGIN_S,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+        )  # fmt: skip
+    except OSError as exc:  # the checkout (cwd) is missing, or no room for a process
+        return ProcessResult(None, "", f"cannot start {argv[0]}: {exc.strerror}", False, 0.0)
+    try:
         if ledger is not None:
             ledger.started(proc.pid)
-        return _wait(proc, ours, argv, timeout_s, start)
+        return _wait(proc, lifeline, argv, timeout_s, start)
     finally:
-        ours.close()
+        lifeline.close()
 
 
 def _wait(proc: subprocess.Popen[str], lifeline: socket.socket, argv: Sequence[str], timeout_s: float, start: float) -> ProcessResult:

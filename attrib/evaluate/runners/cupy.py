@@ -1,8 +1,10 @@
 """The cupy runner: compile the benchmark's kernel from each built checkout with NVRTC, load
-every commit's module side by side in this one process, check each against the NumPy
-reference, then time blocks of launches (gpu/protocol.py). The evaluation stage alternates reference
-and candidate runs, so good, bad and candidate modules are measured in interleaved rounds
-on a GPU whose state drifts for all of them alike.
+every commit's module side by side in one GPU worker process (gpu/isolated.py, gpu/worker.py),
+check each against the NumPy reference, then time blocks of launches (gpu/protocol.py). The
+evaluation stage alternates reference and candidate runs, so good, bad and candidate modules
+are measured in interleaved rounds on a GPU whose state drifts for all of them alike. A kernel
+that faults ends the worker, not attrib: that is one failed run of its commit, and a new
+worker serves the others.
 
 With `metric` set to a static metric the runner needs no GPU: each run returns that metric
 (+1, so that zero spills is a value) for every sample, and the bisection is deterministic.
@@ -13,36 +15,35 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from attrib.errors import AttribError, KernelCompileError
-from attrib.evaluate.gpu.build import CompiledKernel, compile_kernel, kernel_source
+from attrib.errors import KernelCompileError
+from attrib.evaluate.gpu.build import compile_kernel, kernel_source
+from attrib.evaluate.gpu.isolated import KernelWorker
 from attrib.evaluate.gpu.metrics import KernelMetrics, static_diff
-from attrib.evaluate.gpu.protocol import Calibration, GpuDevice, calibrate, measure_blocks
+from attrib.evaluate.gpu.protocol import GpuDevice
+from attrib.evaluate.gpu.session import KernelSession
 from attrib.evaluate.runners import RunnerEvidence, RunResult, StaticDiff, Step
 from attrib.recipe import BenchmarkSpec, CupySpec
 
 STATIC_OFFSET = 1  # static samples are metric + 1: the statistics compare ratios of positives
 
 
-@dataclass
-class _Prepared:
-    error: str = ""
-    compiled: CompiledKernel | None = None
-    problem: Any = None
-    calibration: Calibration | None = None
-
-
 class CupyRunner:
-    def __init__(self, spec: BenchmarkSpec, device_factory: Callable[[], GpuDevice] | None = None) -> None:
+    def __init__(
+        self, spec: BenchmarkSpec, device_factory: Callable[[], GpuDevice] | None = None, worker_argv: Sequence[str] | None = None
+    ) -> None:
+        """Kernels run in a GPU worker process (`worker_argv`: its command, gpu/worker.py by
+        default); with a `device_factory` (a test's fake device) in this process instead."""
         assert spec.cupy is not None
         self.spec = spec
         self.cupy: CupySpec = spec.cupy
-        self._factory = device_factory
-        self._device: Any = None
-        self._prepared: dict[Path, _Prepared] = {}
+        self.kernels: KernelSession | KernelWorker = (
+            KernelSession(self.cupy, device_factory) if device_factory is not None
+            else KernelWorker(self.cupy, spec.timeout_s, worker_argv)
+        )  # fmt: skip
         self._static: dict[tuple[Path, str], KernelMetrics | str] = {}
 
     # --- static metrics (no GPU) ------------------------------------------------------------
@@ -70,24 +71,14 @@ class CupyRunner:
                 return RunResult((), m, time.monotonic() - start)
             value = float(m.value(self.cupy.metric) + STATIC_OFFSET)
             return RunResult((value,) * self.spec.reps, "", time.monotonic() - start)
-        prepared = self._prepare(checkout)
-        if prepared.error:
-            return RunResult((), prepared.error, time.monotonic() - start)
-        assert prepared.calibration is not None
-        blocks = measure_blocks(
-            self.device,
-            prepared.problem,
-            prepared.calibration.plan,
-            self.spec.reps,
-            cold=self.cupy.mode == "cold",
-            throttle_fraction=self.cupy.throttle_fraction,
-        )
-        samples = tuple(b.ms_per_launch for b in blocks if not b.excluded)
-        excluded = tuple(b.excluded for b in blocks if b.excluded)
-        error = "" if samples else f"all {len(blocks)} blocks excluded ({excluded[0]})"
-        # the GPU time its launches took; the rest of the run is the overhead a block size trades
-        gpu_s = sum(b.ms_per_launch for b in blocks) * prepared.calibration.plan.launches / 1000.0
-        return RunResult(samples, error, time.monotonic() - start, excluded, sample_s=gpu_s)
+        if isinstance(self.kernels, KernelSession):
+            return self.kernels.run(checkout, self.spec.reps)[0]
+        return self.kernels.run(checkout, self.spec.reps)
+
+    def close(self) -> None:
+        """End the GPU worker (it also ends when the runner is dropped, or attrib dies)."""
+        if isinstance(self.kernels, KernelWorker):
+            self.kernels.close()
 
     def with_reps(self, reps: int) -> CupyRunner:
         """Another number of timed blocks per run, sharing this runner's compiled kernels and
@@ -102,19 +93,7 @@ class CupyRunner:
         for static metrics (those are read off the compile, never sampled)."""
         if self.cupy.metric != "time":
             return None
-        prepared = self._prepare(checkout)
-        return None if prepared.error or prepared.compiled is None else prepared.compiled.digest
-
-    @property
-    def device(self) -> Any:
-        if self._device is None:
-            if self._factory is None:
-                from attrib.evaluate.gpu.device import CupyDevice
-
-                self._device = CupyDevice()
-            else:
-                self._device = self._factory()
-        return self._device
+        return self.kernels.artifact(checkout)
 
     def static_diff(self, before: Path, after: Path) -> StaticDiff:
         """Changed static metrics of the primary kernel; or why there are none (a side that
@@ -130,9 +109,9 @@ class CupyRunner:
 
     def gpu_environment(self) -> dict[str, Any]:
         """The GPU the samples came from, as the result's environment.gpu (empty if none was used)."""
-        if self._device is None:
+        info = self.kernels.info() if isinstance(self.kernels, KernelSession) else self.kernels.info
+        if info is None:
             return {}
-        info = self._device.info()
         keep = (
             "compute_capability",
             "multiprocessors",
@@ -158,45 +137,3 @@ class CupyRunner:
             **{k: info[k] for k in keep if info.get(k) is not None},
             "timing": f"{self.cupy.mode}, {self.cupy.block_ms:g} ms blocks, throttle below {self.cupy.throttle_fraction:.0%} of the reference SM clock",
         }
-
-    def _prepare(self, checkout: Path) -> _Prepared:
-        """Once per checkout: compile, load, check at a small size, set up, calibrate. A
-        failure is remembered as that commit's failed run; it never ends the bisection."""
-        key = checkout.resolve()
-        if key in self._prepared:
-            return self._prepared[key]
-        prepared = _Prepared()
-        self._prepared[key] = prepared
-        dev = self.device
-        try:
-            src = kernel_source(self.cupy, checkout)
-            kdef = src.definition
-            shape = src.full_shape()
-            check_shape = kdef.check_shape_for(shape)
-            timed_kernel = compile_kernel(src, dev.arch, shape)
-            same_code = src.entries(check_shape) == src.entries(shape)  # same template instances
-            check_kernel = timed_kernel if same_code else compile_kernel(src, dev.arch, check_shape)
-            check_funcs = dev.load(check_kernel)
-            check_problem = dev.setup(kdef, src.by_role(check_funcs, check_shape), check_shape, src.dtype)
-            wrong = dev.check(check_problem)
-            del check_problem
-            if wrong:
-                prepared.error = f"output differs from the NumPy reference at {_fmt(check_shape)}: {wrong}"
-                return prepared
-            funcs = check_funcs if same_code else dev.load(timed_kernel)  # one module per commit
-            prepared.problem = dev.setup(kdef, src.by_role(funcs, shape), shape, src.dtype)
-            prepared.compiled = timed_kernel
-            prepared.calibration = calibrate(
-                dev, prepared.problem, block_ms=self.cupy.block_ms, cold=self.cupy.mode == "cold"
-            )
-        except KernelCompileError as exc:
-            prepared.error = str(exc)
-        except AttribError:
-            raise
-        except Exception as exc:  # a CUDA error in one commit's kernel is that commit's failure
-            prepared.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        return prepared
-
-
-def _fmt(shape: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in shape.items())
