@@ -85,3 +85,25 @@ def test_a_roll_that_is_not_forward_is_named_as_the_roll_with_why(tmp_path: Path
     assert roll["relation"] == fam.relation and roll["status"] is None and not roll["culprits"]
     assert {"backward": "ancestor of the old", "unrelated": "no common history"}[fam.relation] in roll["why"]
     assert roll["why"] in (tmp_path / "report.md").read_text()
+
+
+def test_same_binary_verdicts_and_search_paths_hold_with_submodules(tmp_path: Path):
+    """`artifacts`: the kernel's churn gives byte-identical binaries, settled without samples;
+    `[search] paths`: only the commits touching the submodule are candidates. The descent still
+    names the compiler's commit (paths name the superproject's files, not the dependency's)."""
+    fam = family("roll", tmp_path / "trees")
+    recipe = tmp_path / "recipe.toml"
+    text = recipe_text().replace("[build]\n", '[build]\nartifacts = ["out/cost"]\n')
+    recipe.write_text(text)
+    out = tmp_path / "result.json"
+    argv = ["bisect", "--repo", fam.kernel.path, "--good", fam.good, "--bad", fam.bad, "--recipe", recipe,
+            "--workdir", tmp_path / "work", "--json", out]  # fmt: skip
+    assert run_cli(*argv).code == 0
+    result = json.loads(out.read_text())
+    assert chain_of(result["culprits"][0])[0] == list(fam.chain)
+    assert result["same_artifact"]  # churn commits: the binary of a commit already measured
+    recipe.write_text(text + '\n[search]\npaths = ["third_party/"]\n')
+    assert run_cli(*argv).code == 0
+    result = json.loads(out.read_text())
+    assert chain_of(result["culprits"][0])[0] == list(fam.chain)
+    assert set(result["untouched"]) == set(fam.kernel.commits[1:]) - {fam.chain[0]}
