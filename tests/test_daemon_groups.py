@@ -165,7 +165,8 @@ def test_a_ci_flag_names_several_benchmarks_and_joins_a_queued_job_of_an_overlap
     ("spans", "expected"),
     [
         ([("r", Span(1, 2)), ("r", Span(1, 2)), ("r", Span(5, 6))], [[0, 1], [2]]),
-        ([("r", Span(1, 4)), ("r", Span(3, 8)), ("r", Span(7, 9)), ("r", Span(9, 10))], [[0, 1, 2], [3]]),  # chained
+        ([("r", Span(19, 20)), ("r", Span(20, 21)), ("r", Span(22, 23))], [[0, 1], [2]]),  # touching: a night late
+        ([("r", Span(1, 4)), ("r", Span(3, 8)), ("r", Span(7, 9)), ("r", Span(10, 11))], [[0, 1, 2], [3]]),  # chained, then a gap
         ([("a", Span(1, 4)), ("b", Span(1, 4))], [[0], [1]]),  # another recipe is another group
         ([("r", Span(5, 6)), ("r", Span(1, 2)), ("r", Span(1, 3))], [[0], [1, 2]]),
     ],

@@ -238,14 +238,14 @@ class Nightly:
 
     def _joins(self, job: NewJob, span: Span, commits: list[str], now: float) -> list[Join]:
         """Queued jobs of the same repository and recipe, inside the grouping window, whose range
-        on the line overlaps `span`: the group may join the first still queued."""
+        on the line overlaps or touches `span`: the group may join the first still queued."""
         pos = {sha: i for i, sha in enumerate(commits)}
         out = []
         for j in self.store.open_groups(job.repo_path, job.recipe):
             if now - j.created > self.settings.group_window_s or j.good not in pos or j.bad not in pos:
                 continue
             theirs = Span(pos[j.good], pos[j.bad])
-            if theirs.overlaps(span):
+            if theirs.near(span):
                 both = union([theirs, span])
                 out.append(Join(j.id, commits[both.good], commits[both.bad]))
         return out

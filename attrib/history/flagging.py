@@ -7,8 +7,9 @@ is open or was queued before (from the history or from CI), and at most a projec
 rate-limited point is retried on the next ingestion). An improvement is recorded unless the
 project asks for improvements to be bisected too.
 
-Change points of one recipe whose ranges overlap are one group (`groups`): one job bisects all
-their benchmarks over the union of their ranges, and it counts once against the day's limit.
+Change points of one recipe whose ranges overlap or touch are one group (`groups`): one job
+bisects all their benchmarks over the union of their ranges, and it counts once against the
+day's limit (each member has its own search: two culprits in one group are both found).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ class Span:
 
     def overlaps(self, other: Span) -> bool:
         return self.good < other.bad and other.good < self.bad
+
+    def near(self, other: Span) -> bool:
+        """Overlapping or touching: (19, 20] and (20, 21] are near. The detector may put a change
+        a night late; in one group the later range's benchmark is bisected over both."""
+        return self.good <= other.bad and other.good <= self.bad
 
 
 @dataclass(frozen=True)
@@ -75,9 +81,9 @@ def decide(
 
 
 def groups(points: Sequence[tuple[str, Span]]) -> list[list[int]]:
-    """The indices of `points` ((recipe, span) each) in groups: same recipe, ranges overlapping
-    one another directly or through others of the group; each group in input order, groups by
-    their first point."""
+    """The indices of `points` ((recipe, span) each) in groups: same recipe, ranges near one
+    another (`Span.near`) directly or through others of the group; each group in input order,
+    groups by their first point."""
     out: list[list[int]] = []
     by_recipe: dict[str, list[int]] = {}
     for i, (recipe, _) in enumerate(points):
@@ -88,7 +94,7 @@ def groups(points: Sequence[tuple[str, Span]]) -> list[list[int]]:
         reach = -1
         for i in ordered:
             span = points[i][1]
-            if current and span.good >= reach:
+            if current and span.good > reach:
                 out.append(current)
                 current = []
             current.append(i)
