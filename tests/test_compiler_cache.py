@@ -220,3 +220,33 @@ def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path
             assert records[0].cache.misses == 2 and sum(r.cache.hits for r in records[1:]) >= 3, records
             assert any((work.compiler_cache("sccache")).iterdir())  # written through the mount, on the host
     assert digests["cached"] == digests["plain"]
+
+
+@needs_ccache
+@pytest.mark.slow
+def test_slurm_builds_share_the_cache_dir_the_recipe_names(make_tree, tmp_path, monkeypatch):
+    """Each build command is a batch job on a node of the real two-node cluster; the cache is the
+    directory the recipe names, which every node sees (here: the same machine's disk)."""
+    from test_slurm import _conf, why_no_slurm
+
+    from attrib.evaluate.executors import make_executor
+
+    if why := why_no_slurm():
+        pytest.skip(f"needs a Slurm cluster: {why}")
+    monkeypatch.setenv("SLURM_CONF", str(_conf()))
+    tree = make_tree(spec(commits=4, culprits=(), broken=None, gpu_culprit=False))
+    repo = GitRepo(tree.path)
+    commits = [repo.info(s) for s in repo.first_parent_chain(tree.good, tree.bad)][:3]
+    work = WorkDir((tmp_path / "work").resolve())
+    work.root.mkdir()
+    shared = tmp_path / "shared-ccache"
+    build = BuildSpec(commands=(OBJECTS,), artifacts=("bench",), cache=CompilerCache.CCACHE, cache_dir=str(shared))
+    executor = make_executor("slurm", build, tmp_path, work.root)
+    try:
+        builder = CheckoutBuilder(work, Mirror(work.mirror, repo), executor, build)
+        records = [builder.build(c) for c in commits]
+    finally:
+        executor.close()
+    assert all(r.ok and r.cache.tool == "ccache" and not r.cache.note for r in records), records
+    assert records[0].cache.misses == 2 and sum(r.cache.hits for r in records[1:]) >= 3, [r.cache for r in records]
+    assert sorted(p.name for p in (shared / "stats").glob("*.log")) == sorted(f"{r.key}.log" for r in records)
