@@ -1,0 +1,145 @@
+"""Issue 31: the builds of one real bisection replayed under each build setting, interleaved.
+
+    .venv/bin/python benchmarks/real/build_replay.py --from /tmp/attrib-build-cost2/zlibng-1935/none
+        [--case zlibng-1935] [--variant none --variant ccache ...] [--work /tmp/attrib-build-replay]
+
+On a shared machine whose load moves by a factor of two within minutes, two bisections run one
+after the other compare the load more than the builds (build_cost.py measured it). This takes
+the commits a bisection built, in the order it built them (its work dir's build logs, by time),
+and builds that sequence again under every variant, each in its own fresh work dir, commit by
+commit with the variants interleaved (their order reversed at every commit), so that each
+commit's builds ran within a minute of each other. Per variant: the builds' wall time
+(BuildRecord.duration_s), the CPU time of the build processes, what the compiler cache served,
+how each was built; with `cache_check` (on unless the variant turns it off) the culprit's two
+ends built again clean, as attrib does after a bisection, are timed and added; and whether
+every artifact digest equals the clean one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cases import by_name  # noqa: E402
+from run import build_commands, loadavg  # noqa: E402
+
+from attrib.evaluate.builds import CheckoutBuilder  # noqa: E402
+from attrib.evaluate.executors.local import LocalExecutor  # noqa: E402
+from attrib.gitrepo import GitRepo, Mirror  # noqa: E402
+from attrib.recipe import BuildSpec, CompilerCache  # noqa: E402
+from attrib.workdir import WorkDir  # noqa: E402
+
+VARIANTS: dict[str, dict] = {
+    "none": {},
+    "ccache": {"cache": CompilerCache.CCACHE},
+    "ccache-nocheck": {"cache": CompilerCache.CCACHE, "cache_check": False},
+    "incremental": {"incremental": True, "build_dir": "build"},
+    "incremental-nocheck": {"incremental": True, "build_dir": "build", "cache_check": False},
+    "both-nocheck": {"cache": CompilerCache.CCACHE, "incremental": True, "build_dir": "build", "cache_check": False},
+}
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--from", dest="source", type=Path, required=True, help="a build_cost.py variant dir (attrib.json, attrib-work)"
+    )
+    ap.add_argument("--case", default="zlibng-1935")
+    ap.add_argument("--variant", action="append", choices=tuple(VARIANTS))
+    ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-build-replay"))
+    ap.add_argument("--out", type=Path, default=Path("/tmp/attrib-build-replay/replay.json"))
+    args = ap.parse_args()
+    case = by_name(args.case)
+    doc = json.loads((args.source / "attrib.json").read_text())
+    by_log = {Path(c["build"]["log"]).name: c["commit"] for c in doc["commits"] if c["build"]}
+    logs = sorted((args.source / "attrib-work" / "logs").glob("*.log"), key=lambda p: p.stat().st_mtime)
+    order = [by_log[p.name] for p in logs if p.name in by_log]
+    culprit = doc["culprits"][0]["commit"]
+    repo = GitRepo(Path(doc["repo"]))
+    ends = [repo.info(culprit).parents[0], culprit]
+    names = args.variant or list(VARIANTS)
+    builders = {}
+    for name in names:
+        wd = WorkDir((args.work / name).resolve())
+        spec = BuildSpec(
+            commands=tuple(build_commands(case, "cpu")),
+            env={"SOURCE_DATE_EPOCH": "0"},
+            artifacts=("attrib-bench",),
+            **VARIANTS[name],
+        )
+        builders[name] = CheckoutBuilder(wd, Mirror(wd.mirror, repo), LocalExecutor(), spec)
+    rows: dict[str, dict] = {
+        n: {"wall_s": 0.0, "cpu_s": 0.0, "hits": 0, "misses": 0, "how": [], "artifacts": {}} for n in names
+    }
+    print(
+        f"replaying {len(order)} builds of {args.case} ({', '.join(c[:8] for c in order)}); load {loadavg()}",
+        flush=True,
+    )
+    for i, sha in enumerate(order):
+        info = repo.info(sha)
+        for name in names if i % 2 == 0 else reversed(names):
+            cpu = children_cpu()
+            rec = builders[name].build(info)
+            row = rows[name]
+            row["wall_s"] += rec.duration_s
+            row["cpu_s"] += children_cpu() - cpu
+            row["hits"] += rec.cache.hits
+            row["misses"] += rec.cache.misses
+            row["how"].append(rec.how.value)
+            row["artifacts"][sha] = rec.artifact
+            print(
+                f"  {sha[:8]} {name}: {rec.duration_s:.1f} s {rec.how.value} {rec.cache.hits}/{rec.cache.misses} ok={rec.ok}",
+                flush=True,
+            )
+    for name in names:  # what attrib does after the bisection: the culprit's ends built again clean
+        row, builder = rows[name], builders[name]
+        row["check_s"] = 0.0
+        for sha in ends:
+            info = repo.info(sha)
+            cpu = children_cpu()
+            differs, seconds = builder.differs_from_clean(info, builder.build(info))
+            row["check_s"] += seconds
+            row["cpu_s"] += children_cpu() - cpu
+            row["check_differs"] = row.get("check_differs", False) or differs
+    clean = rows.get("none", {}).get("artifacts", {})
+    for name in names:
+        row = rows[name]
+        row["total_s"] = round(row["wall_s"] + row["check_s"], 1)
+        row["same_digests_as_none"] = bool(clean) and all(row["artifacts"][s] == clean[s] for s in order)
+        base = rows["none"]["total_s"] if "none" in rows else None
+        ratio = f" = {row['total_s'] / base:.2f}x none" if base else ""
+        print(
+            f"{name}: build wall {row['wall_s']:.1f} s + end checks {row['check_s']:.1f} s = {row['total_s']} s{ratio};"
+            f" cpu {row['cpu_s']:.1f} s; served {row['hits']} compiled {row['misses']}; how {row['how']};"
+            f" same digests {row['same_digests_as_none']}",
+            flush=True,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "case": args.case,
+                "order": order,
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "load_end": loadavg(),
+                "variants": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
