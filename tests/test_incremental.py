@@ -56,6 +56,8 @@ def test_the_keys_parse_and_incremental_needs_a_build_dir_and_artifacts():
     assert r.build.incremental and r.build.build_dir == "build"
     plain = parse_recipe(tomllib.loads(DEMO_RECIPE), Path("r.toml"))
     assert not plain.build.incremental and plain.build.build_dir is None
+    # the check of a culprit's ends is theirs too: incremental alone may turn it off
+    assert not parse_recipe(tomllib.loads(base.replace("incremental = true\n", "incremental = true\ncache_check = false\n")), Path("r.toml")).build.cache_check
     # the reuse never changes what a build gives: not part of the build key
     assert r.build.cache_identity() == parse_recipe(tomllib.loads(DEMO_RECIPE.replace("[build]\n", '[build]\nartifacts = ["bench"]\n', 1)), Path("r.toml")).build.cache_identity()
     for drop, key in (('build_dir = "build"\n', "build.build_dir"), ('artifacts = ["bench"]\n', "build.artifacts")):

@@ -270,9 +270,11 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
     if "image" in build_t and "dockerfile" in build_t:
         raise ConfigError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
-    for key in ("cache_size", "cache_dir", "cache_check"):
+    for key in ("cache_size", "cache_dir"):
         if key in build_t and "cache" not in build_t:
             raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
+    if "cache_check" in build_t and not ({"cache", "prebuilt"} & set(build_t) or build_t.get("incremental")):
+        raise ConfigError(path, "build.cache_check", "only with build.cache, build.incremental or build.prebuilt: what it checks")
     if "targets" in build_t and not any("{targets}" in c for c in build_t["commands"]):
         raise ConfigError(path, "build.targets", "no build command says where they go: put {targets} in one, such as \"cmake --build build --target {targets}\"")
     if build_t.get("incremental"):
