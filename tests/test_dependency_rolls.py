@@ -15,6 +15,10 @@ import pytest
 from conftest import run_cli
 from dependency_tree import chain_of, family, recipe_text
 
+from attrib.core.model import RollRelation
+from attrib.report.markdown import title
+from attrib.result import load_result
+
 
 def _bisect(tmp_path: Path, fam) -> dict:
     recipe = tmp_path / "recipe.toml"
@@ -49,6 +53,12 @@ def test_the_commit_inside_the_roll_is_named(tmp_path: Path, name: str):
     report = (tmp_path / "report.md").read_text()
     assert f"inside the roll of `{rolls[0]['path']}`" in report
     assert all(r["reproduce"].startswith("attrib bisect") for r in rolls)
+    # the typed result reads the chain back, and a tracker's title names the dependency's commit
+    typed = load_result(tmp_path / "result.json")
+    inner = typed.culprits[0].rolls[0]
+    assert inner.relation is RollRelation.FORWARD and inner.culprits[0].commit == fam.chain[1]
+    assert f"from {fam.chain[-1][:10]}" in title(typed, typed.culprits[0])
+    assert f"rolled by {fam.chain[0][:10]}" in title(typed, typed.culprits[0])
 
 
 def test_of_two_dependencies_rolled_at_once_only_the_one_that_matters_names_a_commit(tmp_path: Path):

@@ -43,6 +43,15 @@ def chain_text(c: CulpritRecord) -> str:
     return out
 
 
+def innermost(c: CulpritRecord) -> tuple[str, CulpritRecord] | None:
+    """(the dependency's path, its commit) at the end of the chain, or None without one."""
+    found: tuple[str, CulpritRecord] | None = None
+    here = c
+    while r := next((r for r in here.rolls if r.culprits), None):
+        found, here = (r.path, r.culprits[0]), r.culprits[0]
+    return found
+
+
 def rolls_section(c: CulpritRecord, depth: int = 0) -> list[str]:
     """A section per dependency the culprit rolls: what the search inside it found."""
     out: list[str] = []

@@ -16,7 +16,7 @@ from typing import Any
 from attrib.core.blocks import BlockReason
 from attrib.core.model import BuildHow, RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
-from attrib.report.chain import chain_text, rolls_section
+from attrib.report.chain import chain_text, innermost, rolls_section
 from attrib.report.group import cell as _cell
 from attrib.report.group import culprit_lines, group_headline, member_sections, members_overview, static_diff_table
 from attrib.report.group import fmt_ci as _fmt_ci
@@ -159,6 +159,9 @@ def title(result: BisectResult, culprit: CulpritRecord | None = None) -> str:
     """A tracker issue title: short, and unique enough to scan a list of them."""
     bench = result.benchmark
     if culprit is not None:
+        if (inside := innermost(culprit)) is not None:  # a roll: the dependency's commit is the news
+            path, dep = inside
+            return f'{bench}: {culprit.change_pct:+.1f} % from {dep.commit[:10]} "{dep.subject}" in {path}, rolled by {culprit.commit[:10]}'
         return f'{bench}: {culprit.change_pct:+.1f} % from {culprit.commit[:10]} "{culprit.subject}"'
     return f"{bench}: {result.status.value.replace('_', ' ')} in {result.good[:10]}..{result.bad[:10]}"
 
