@@ -252,7 +252,16 @@ def run_bisect(
         executor_info=executor_info,
     )
     if isinstance(outcome, GroupOutcome):  # the result of schema 4 (result/writer.py), every member in it
-        return build_result(outcome, replace(ctx, member_specs={b.name: b for b in p.benches}), provenance(p.recipe.path))
+        # each member's kernels, inspected by a runner of its own (not the daemon's recording
+        # wrapper); only the cupy runner inspects what it built
+        benches = {b.name: b for b in p.benches}
+        evidence = {
+            m.benchmark: evidence_of(make_runner(benches[m.benchmark], tools.executor), _culprit_steps(o))
+            for m, o in outcome.members
+            if benches[m.benchmark].runner is RunnerKind.CUPY and o.culprits
+        }
+        ctx = replace(ctx, member_specs=benches, member_evidence=evidence)
+        return build_result(outcome, ctx, provenance(p.recipe.path))
     # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
     evidence = evidence_of(tools.runner, _culprit_steps(outcome))
     return build_result(outcome, ctx, provenance(p.recipe.path), evidence)

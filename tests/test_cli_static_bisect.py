@@ -81,3 +81,45 @@ def test_bisect_on_spill_stores_names_the_commit_that_made_the_kernel_spill(tmp_
     assert result["unit"] == "spill_stores + 1"
     report = (tmp_path / "report.md").read_text()
     assert "Static kernel diff" in report and "spill_stores" in report
+
+
+GROUP_RECIPE = RECIPE + """
+[[benchmark]]
+name = "sgemm-registers"
+runner = "cupy"
+min_change_pct = 5.0
+
+[benchmark.cupy]
+kernel = "gemm_fp32"
+defines = { ATTRIB_TILE_HEADER = '"lib/tile.cuh"' }
+include_dirs = ["include"]
+metric = "registers"
+"""
+
+
+@pytest.mark.slow
+def test_a_group_of_static_metrics_files_the_largest_members_kernel_diff(tmp_path: Path) -> None:
+    # Two members on the same kernel, each its own metric: the culprit makes it spill (worse)
+    # with fewer registers (better, so that member did not regress); the group's culprit lists
+    # the member it moved and carries the static kernel diff that member's own runner reported.
+    repo = tmp_path / "repo"
+    shas, culprit = _tree(repo)
+    recipe = tmp_path / "spills.toml"
+    recipe.write_text(GROUP_RECIPE)
+    out = tmp_path / "result.json"
+    run = run_cli(
+        "bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--recipe", recipe,
+        "--benchmark", "sgemm-spills", "--benchmark", "sgemm-registers", "--workdir", tmp_path / "work", "--json", out,
+        "--file-issue", f"dir:{tmp_path / 'filed'}",
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    result = json.loads(out.read_text())
+    assert [m["benchmark"] for m in result["members"]] == ["sgemm-spills", "sgemm-registers"]
+    (c,) = result["culprits"]
+    assert c["commit"] == culprit and [m["benchmark"] for m in c["members"]] == ["sgemm-spills"]
+    assert c["static_diff"]["spill_stores"][0] == 0 < c["static_diff"]["spill_stores"][1]
+    assert c["static_diff"]["registers"][1] <= 32 < c["static_diff"]["registers"][0]
+    assert [m["status"] for m in result["members"]] == ["culprit_found", "not_reproduced"]
+    (issue,) = (tmp_path / "filed").glob("*/report.md")
+    text = issue.read_text()
+    assert "| spill_stores | 0 |" in text and "It moved 1 of 2 benchmarks" in text

@@ -82,6 +82,9 @@ class RunContext:
     # A group's members whose recipe benchmark is not `bench` (unit, direction, minimum change):
     # by the member's benchmark name; a member not named here is measured as `bench` says.
     member_specs: Mapping[str, BenchmarkSpec] = field(default_factory=dict)
+    # Each member's own runner evidence (its kernels' static diffs), by its benchmark name; a
+    # member not named here gets the evidence build_result is given.
+    member_evidence: Mapping[str, RunnerEvidence] = field(default_factory=dict)
 
     def spec_for(self, member: Member) -> BenchmarkSpec:
         return self.member_specs.get(member.benchmark, self.bench)
@@ -408,7 +411,8 @@ def build_result(
     if isinstance(outcome, Outcome):
         outcome = GroupOutcome(outcome.good, outcome.bad, ((Member(ctx.bench.name), outcome),))
     singles = [
-        (m, _single_result(o, replace(ctx, bench=replace(ctx.spec_for(m), name=m.benchmark)), provenance, evidence))
+        (m, _single_result(o, replace(ctx, bench=replace(ctx.spec_for(m), name=m.benchmark)), provenance,
+                           ctx.member_evidence.get(m.benchmark, evidence)))  # fmt: skip
         for m, o in outcome.members
     ]
     # the group's builds are shared: each commit once, whichever members measured it
