@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attrib.daemon.scan import flag_block, json_depth
 from attrib.daemon.store import NewJob
 from attrib.errors import FlagError, InputError, RepoError, TargetError
 from attrib.fsutil import file_lock
@@ -39,12 +40,10 @@ MAX_TEXT = 2000  # characters of any one field: a flag is small
 FREE_TEXT = ("source",)  # fields that are prose: surrounding whitespace is trimmed, not refused
 FETCH_TIMEOUT_S = 600.0  # cloning or fetching a flagged git URL
 # Nesting of a JSON body: a flag is 1 deep, GitHub's and GitLab's payloads under 10. The limit
-# is checked on the bytes, before json.loads, whose recursion would otherwise end in a
-# RecursionError (a 500) for a body of 10,000 brackets.
+# is checked on the bytes (scan.json_depth, linear), before json.loads, whose recursion would
+# otherwise end in a RecursionError (a 500) for a body of 10,000 brackets.
 MAX_JSON_DEPTH = 64
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _GITHUB_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-FLAG_BLOCK_RE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
 
 
 @dataclass(frozen=True)
@@ -54,21 +53,6 @@ class FlagContext:
     state: Path
     recipes_dir: Path
     allow_http: bool = False  # plain http:// repository URLs (gitrepo.check_git_url)
-
-
-def json_depth(body: bytes) -> int:
-    """The deepest nesting of arrays and objects in `body`, counted outside strings, without
-    parsing (malformed JSON gets a number too; the parser refuses it afterwards)."""
-    depth = deepest = 0
-    for m in re.finditer(rb"[\[\]{}]", _JSON_STRING.sub(b'""', body)):
-        if m.group() in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_JSON_DEPTH:
-                break  # enough to refuse it
-        else:
-            depth -= 1
-    return deepest
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -250,13 +234,14 @@ def _local_repo(text: str, ctx: FlagContext) -> Path:
 
 
 def flag_from_block(text: str | None) -> dict[str, Any] | None:
-    """The JSON object in the first ```attrib-flag fenced block of `text`, if any."""
+    """The JSON object in the first ```attrib-flag fenced block of `text`, if any (found by a
+    linear scan: scan.flag_block)."""
     if not text:
         return None
-    m = FLAG_BLOCK_RE.search(text)
-    if m is None:
+    block = flag_block(text)
+    if block is None:
         return None
-    return parse_body(m.group(1).encode())
+    return parse_body(block.encode())
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ import zipfile
 import zlib
 from typing import Any
 
-from attrib.daemon.flags import MAX_JSON_DEPTH, WorkflowRun, json_depth
+from attrib.daemon.flags import MAX_JSON_DEPTH, WorkflowRun
+from attrib.daemon.scan import json_depth
 from attrib.errors import FlagError, ResponseTooLarge, UpstreamError
 from attrib.http import HttpClient, Sleep
 

@@ -32,7 +32,7 @@ from attrib.daemon.config import Settings
 from attrib.daemon.flags import mirror_path
 from attrib.daemon.nightly import SERIES_PER_PAGE, Nightly
 from attrib.daemon.store import Store
-from attrib.errors import BadRows, IngestError, RepoError
+from attrib.errors import FlagError, RepoError
 from attrib.gitrepo import is_git_url
 from attrib.history.order import GitLine, ordered
 from attrib.history.plot import Mark, series_svg
@@ -73,13 +73,8 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
         body = await request.body()  # bounded by server.BoundedBodies, like every route's
         # No replay memory needed: the same body again adds nothing (ingestion is idempotent).
         verify_signature(request.headers, body, policy)
-        try:
-            answer = await run_in_threadpool(nightly.receive, body)
-        except BadRows as exc:
-            return JSONResponse({"error": str(exc), "errors": [str(e) for e in exc.errors]}, status_code=400)
-        except IngestError as exc:
-            return JSONResponse({"error": str(exc), "errors": [str(exc)]}, status_code=400)
-        return FiniteJSONResponse(answer)
+        # A bad upload (BadRows, IngestError: InputErrors) is answered 400 by server._handlers.
+        return FiniteJSONResponse(await run_in_threadpool(nightly.receive, body))
 
     @app.get("/series", response_class=HTMLResponse)
     def series_page(request: Request, project: str | None = None, page: str = "1") -> Response:
@@ -88,7 +83,7 @@ def include(app: FastAPI, store: Store, settings: Settings) -> None:
             return denied
         # Checked here, after the secret (FastAPI would answer a bad integer with 422 first).
         if not _PAGE_RE.fullmatch(page):
-            return JSONResponse({"error": f"page {page[:20]!r}: expected a page number from 1", "field": "page"}, status_code=400)
+            raise FlagError("page", f"{page[:20]!r}: expected a page number from 1")
         if project is not None and project not in settings.history.projects:
             return JSONResponse({"error": f"no project {project[:100]!r}", "field": "project"}, status_code=404)
         return HTMLResponse(_page(nightly, settings, project, int(page)))

@@ -26,6 +26,7 @@ import re
 import socket
 import sys
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,7 +47,16 @@ from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
-from attrib.errors import FlagError, InputError, QueueFull, StateError, Unauthorized, UpstreamError
+from attrib.errors import (
+    BadRows,
+    FlagError,
+    IngestError,
+    InputError,
+    QueueFull,
+    StateError,
+    Unauthorized,
+    UpstreamError,
+)
 from attrib.result import to_json
 
 log = logging.getLogger("attrib.daemon")
@@ -79,22 +89,24 @@ def create_app(store: Store, settings: Settings) -> ASGIApp:
     )
 
 
-def _api(store: Store, settings: Settings) -> FastAPI:
-    app = FastAPI(
-        title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None, default_response_class=FiniteJSONResponse
-    )
-    ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
-    policy = SignaturePolicy(settings.secret, settings.signature_tolerance_s, settings.allow_legacy_signature)
-    # Its own small pool: a slow GitHub must not take the threads that validate other flags.
-    github_pool = ThreadPoolExecutor(max_workers=GITHUB_FETCHES, thread_name_prefix="attrib-github")
+def _handlers(app: FastAPI) -> None:
+    """Errors caught once, here, for every route: each class of attrib.errors to its status."""
 
     @app.exception_handler(Unauthorized)
     async def _unauthorized(request: Request, exc: Unauthorized) -> Response:
         return JSONResponse({"error": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
-    @app.exception_handler(FlagError)
-    async def _bad_flag(request: Request, exc: FlagError) -> Response:
-        return JSONResponse({"error": str(exc), "field": exc.field}, status_code=400)
+    @app.exception_handler(InputError)
+    async def _bad_input(request: Request, exc: InputError) -> Response:
+        # Every InputError is the request's fault: a flag's field, an upload's rows, a revision.
+        answer: dict[str, Any] = {"error": str(exc)}
+        if isinstance(exc, FlagError):
+            answer["field"] = exc.field
+        if isinstance(exc, BadRows):
+            answer["errors"] = [str(e) for e in exc.errors]
+        elif isinstance(exc, IngestError):
+            answer["errors"] = [str(exc)]
+        return JSONResponse(answer, status_code=400)
 
     @app.exception_handler(QueueFull)
     async def _full(request: Request, exc: QueueFull) -> Response:
@@ -110,6 +122,17 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         log.warning("%s", exc)
         return JSONResponse({"error": str(exc)}, status_code=502)
 
+
+def _api(store: Store, settings: Settings) -> FastAPI:
+    app = FastAPI(
+        title="attrib daemon", docs_url=None, redoc_url=None, openapi_url=None, default_response_class=FiniteJSONResponse
+    )
+    _handlers(app)
+    ctx = FlagContext(settings.state, settings.recipes_dir, settings.allow_http_repos)
+    policy = SignaturePolicy(settings.secret, settings.signature_tolerance_s, settings.allow_legacy_signature)
+    # Its own small pool: a slow GitHub must not take the threads that validate other flags.
+    github_pool = ThreadPoolExecutor(max_workers=GITHUB_FETCHES, thread_name_prefix="attrib-github")
+
     def _accept(flag: dict[str, Any], route: str, body: bytes, verified: Verified) -> Accepted:
         # Runs in the thread pool: validation runs git (and may fetch a URL), the store blocks.
         # A flag naming several benchmarks is a group; one whose range overlaps a job still
@@ -121,24 +144,33 @@ def _api(store: Store, settings: Settings) -> FastAPI:
     def _accepted(acc: Accepted) -> JSONResponse:
         return JSONResponse(acc.answer(), status_code=202, headers={"X-Attrib-Replay": "1"} if acc.replay else None)
 
+    async def _opening(request: Request, verify: Callable[[Mapping[str, str], bytes], Verified]) -> tuple[bytes, Verified, Response | None]:
+        """What every flag route does first: the body (bounded by BoundedBodies), its signature
+        on the raw bytes, then a replay answered with the first answer before any parsing."""
+        body = await request.body()
+        verified = verify(request.headers, body)
+        earlier = await run_in_threadpool(store.answered, verified.keys)
+        return body, verified, (_accepted(earlier) if earlier is not None else None)
+
+    def _ignored(why: str) -> Response:
+        return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
+
     @app.post("/v1/regressions")
     async def regressions(request: Request) -> Response:
-        body = await request.body()  # bounded by BoundedBodies
-        verified = verify_signature(request.headers, body, policy)
-        earlier = await run_in_threadpool(store.answered, verified.keys)
-        if earlier is not None:
-            return _accepted(earlier)
-        flag = parse_body(body)
+        body, verified, replay = await _opening(request, lambda h, b: verify_signature(h, b, policy))
+        if replay is not None:
+            return replay
+        # Parsing is off the event loop too: a body is up to 1 MiB of anyone's text.
+        flag = await run_in_threadpool(parse_body, body)
         return _accepted(await run_in_threadpool(_accept, flag, "regressions", body, verified))
 
     @app.post("/v1/webhooks/github")
     async def github(request: Request) -> Response:
-        body = await request.body()
-        verified = verify_github(request.headers, body, settings.secret)
-        earlier = await run_in_threadpool(store.answered, verified.keys)
-        if earlier is not None:
-            return _accepted(earlier)
-        found, why = github_flag(request.headers.get("X-GitHub-Event", ""), parse_body(body), settings.github_api_url)
+        body, verified, replay = await _opening(request, lambda h, b: verify_github(h, b, settings.secret))
+        if replay is not None:
+            return replay
+        event = request.headers.get("X-GitHub-Event", "")
+        found, why = await run_in_threadpool(lambda: github_flag(event, parse_body(body), settings.github_api_url))
         route, stored = "github", body
         if isinstance(found, WorkflowRun):
             run, route = found, "github-artifact"
@@ -151,7 +183,7 @@ def _api(store: Store, settings: Settings) -> FastAPI:
                 # The event holds no flag and the artifact expires: store the flag with its run.
                 stored = json.dumps({"workflow_run": {"repository": run.repo, "id": run.run_id}, "flag": found}).encode()
         if found is None:
-            return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
+            return _ignored(why)
         return _accepted(await run_in_threadpool(_accept, found, route, stored, verified))
 
     async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
@@ -173,15 +205,25 @@ def _api(store: Store, settings: Settings) -> FastAPI:
 
     @app.post("/v1/webhooks/gitlab")
     async def gitlab(request: Request) -> Response:
-        body = await request.body()
-        verified = verify_gitlab(request.headers, body, settings.secret)
-        earlier = await run_in_threadpool(store.answered, verified.keys)
-        if earlier is not None:
-            return _accepted(earlier)
-        flag, why = gitlab_flag(request.headers.get("X-Gitlab-Event", ""), parse_body(body))
+        body, verified, replay = await _opening(request, lambda h, b: verify_gitlab(h, b, settings.secret))
+        if replay is not None:
+            return replay
+        event = request.headers.get("X-Gitlab-Event", "")
+        flag, why = await run_in_threadpool(lambda: gitlab_flag(event, parse_body(body)))
         if flag is None:
-            return JSONResponse({"id": None, "duplicate_of": None, "ignored": why})
+            return _ignored(why)
         return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body, verified))
+
+    _job_routes(app, store, settings)
+    from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)
+
+    results_api.include(app, store, settings)
+
+    return app
+
+
+def _job_routes(app: FastAPI, store: Store, settings: Settings) -> None:
+    """The Bearer-authenticated reads of the queue, and cancel."""
 
     def _job_or_404(job_id: str) -> Job | None:
         return store.get(job_id) if _JOB_ID_RE.match(job_id) else None
@@ -234,16 +276,10 @@ def _api(store: Store, settings: Settings) -> FastAPI:
             return JSONResponse({"error": f"no job {job_id}"}, status_code=404)
         return JSONResponse({"id": job_id, "state": state.value, "cancel_requested": state is JobState.RUNNING}, status_code=202)
 
-    from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)
-
-    results_api.include(app, store, settings)
-
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> Response:
         check_bearer(request.headers.get("Authorization"), settings.secret)
         return HTMLResponse(status_page(store))
-
-    return app
 
 
 def _result_cells(job: Job) -> tuple[str, str]:
