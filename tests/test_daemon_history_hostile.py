@@ -96,20 +96,61 @@ def rows(commits: list[str], values: list[float], benchmark: str = "loop") -> st
     return "\n".join([HEADER] + [f"{c},{benchmark},{v!r},s,lower,2026-11-{1 + i % 28:02d}T02:00:00Z,ci" for i, (c, v) in enumerate(zip(commits, values, strict=True))]) + "\n"
 
 
-# --- 2. values the detector cannot use, and one series that cannot be analysed ------------------
+# --- 2. every finite value is data (issue 33), and one series that cannot be analysed ------------------
 
 
-@pytest.mark.parametrize(("values", "row", "shown"), [
-    ([1e308, -1e308] * 5, 1, "1e+308"),
-    ([0.0] * 5 + [1.0] * 5, 1, "0.0"),
-    ([1e300] * 5 + [1e308] * 5, 1, "1e+300"),
-    ([1.0] * 9 + [-2.0], 10, "-2.0"),
-])  # fmt: skip
-def test_values_the_detector_cannot_use_are_refused_with_the_row(proc: Proc, line, values, row: int, shown: str):
+def _scales(proc: Proc) -> dict[str, str | None]:
+    conn = db(proc)
+    try:
+        return dict(conn.execute("SELECT benchmark, scale FROM history_series WHERE project = 'demo'").fetchall())
+    finally:
+        conn.close()
+
+
+def test_every_finite_value_is_taken_and_each_series_says_its_scale(proc: Proc, line):
+    """Issue 33: real data the old door (1e-15..1e15) refused. A spill count of 0, a signed
+    delta, a B200's FP8 FLOP/s, and the values the door was for: +-1e308 next to each other,
+    which must not overflow an estimate (no series unanalysed, every number finite)."""
+    n = 24
+    series = {
+        "spills": [0.0] * n,  # a static kernel metric
+        "errors": [0.0] * 12 + [3.0] * 12,  # an error count that rose at line[12]
+        "delta": [(-1) ** i * 0.1 - 0.5 for i in range(n)],  # a signed difference, never positive
+        "flops": [4.5e15 * (1 + 0.001 * (i % 3)) for i in range(n)],
+        "huge": [1e308, -1e308] * (n // 2),
+        "near-limit": [1e300] * 12 + [1e308] * 12,
+        "tiny": [5e-324 * (1 + i % 2) for i in range(n)],
+    }
+    files = {f"{name}.csv": rows(line[:n], values, name) for name, values in series.items()}
+    status, answer = post(proc, files)
+    assert status == 200, answer
+    assert answer["unanalysed"] == [], answer["unanalysed"]
+    json.dumps(answer, allow_nan=False)  # raises on a non-finite number
+    scales = _scales(proc)
+    assert {k: scales[k] for k in series} == {
+        "spills": "difference", "errors": "difference", "delta": "difference", "huge": "difference",
+        "flops": "ratio", "near-limit": "ratio", "tiny": "ratio",
+    }  # fmt: skip
+    found = {(c["benchmark"], c["after"]): c for c in answer["changes"]}
+    errors = found[("errors", line[12])]
+    assert errors["scale"] == "difference" and errors["direction"] == "regression"
+    assert errors["before_mean"] == 0.0 and errors["after_mean"] == 3.0
+    near = found[("near-limit", line[12])]
+    assert near["scale"] == "ratio" and near["after_mean"] == 1e308 and near["change_pct"] > 1e9
+    for c in answer["changes"]:
+        for key in ("change_pct", "p_value", "before_mean", "after_mean"):
+            assert c[key] is not None and abs(c[key]) <= 1.8e308, c
+    status, page, _ = proc.get("/series?project=demo", SECRET)
+    assert status == 200 and "steps read as differences" in page and "steps read as ratios" in page
+
+
+@pytest.mark.parametrize(("value", "shown"), [("inf", "'inf'"), ("-inf", "'-inf'"), ("nan", "'nan'"), ("1e309", "'1e309'")])
+def test_values_that_are_not_finite_numbers_are_refused_with_the_row(proc: Proc, line, value: str, shown: str):
     before = history_rows(proc)
-    status, answer = post(proc, {"poison.csv": rows(line[:10], values, "poison")})
+    text = rows(line[:10], [1.0] * 10, "poison").replace(",1.0,", f",{value},", 1)
+    status, answer = post(proc, {"poison.csv": text})
     errors = refused(proc, status, answer, before)
-    assert errors[0] == f"poison.csv: row {row}: field 'value': {shown}: expected a positive measured value from 1e-15 to 1e+15", errors
+    assert errors[0] == f"poison.csv: row 1: field 'value': {shown}: expected a finite number", errors
 
 
 def test_a_series_that_cannot_be_analysed_is_reported_and_blocks_no_other(proc: Proc, line):

@@ -8,8 +8,13 @@ never prints: docs/detection.md explains the method and its measured error rates
 
 The method ("robust PELT with a scan-calibrated penalty, then a local re-test"):
 
-1. Values become oriented logs (larger is worse), as in `attrib.core.stats`; a series with a
-   value <= 0 stays linear. NaN/inf are gaps: skipped, and indices still refer to `values`.
+1. The scale is chosen per series (`detect_scale`): a strictly positive series is read as
+   ratios, its values becoming oriented logs (larger is worse), as in `attrib.core.stats`; a
+   series with a value <= 0 (a spill count, an error count, a signed delta) is read as plain
+   differences, its values divided by the largest magnitude among them first, so that no sum,
+   difference or square of values near the float limit (+-1e308) overflows; percentages are
+   then relative to the level before. NaN/inf are gaps: skipped, and indices still refer to
+   `values`.
 2. Noise scale: 1.4826 x the MAD of night-to-night differences / sqrt(2) (differences cancel
    level shifts and slow drift; the median ignores spikes). Each value is then clipped to
    within CLIP_SCALES of that scale around a running median of 2 x min_segment + 1 nights,
@@ -80,6 +85,7 @@ SCALE_FLOOR = 1e-4  # 0.01 % in log space: deterministic metrics (register count
 # by up to 1.4x, see docs/detection.md)
 DEPENDENCE_Q = (8.87, 3.78)
 DEPENDENCE_MIN_POINTS = 30  # fewer nights cannot tell dependence from chance
+MAX_LOG_RATIO = 700.0  # e^700 ~ 1e304: a larger ratio is reported as this one (exp would overflow)
 DEPENDENCE_MAX_PHI = 0.95  # a factor of at most 28: beyond, the level is not measurable at all
 
 _NORMAL = NormalDist()
@@ -104,6 +110,19 @@ class DetectSettings:
             raise ValueError(f"window must be >= min_segment ({self.min_segment}), got {self.window}")
         if not 0 < self.level < 1:
             raise ValueError(f"level must be in (0, 1), got {self.level}")
+
+
+class DetectScale(StrEnum):
+    """How a series' steps are measured: ratios (logs) when every value is > 0, else differences."""
+
+    RATIO = "ratio"
+    DIFFERENCE = "difference"
+
+
+def detect_scale(values: Sequence[float]) -> DetectScale:
+    """The scale detect reads `values` on: ratios when every finite value is > 0."""
+    raw = np.asarray(values, dtype=float)
+    return DetectScale.RATIO if bool(np.all(raw[np.isfinite(raw)] > 0)) else DetectScale.DIFFERENCE
 
 
 class ChangeDirection(StrEnum):
@@ -267,8 +286,13 @@ class _Series:
         raw = np.asarray(values, dtype=float)
         self.valid = np.flatnonzero(np.isfinite(raw))
         self.raw = raw[self.valid]
-        self.log = bool(self.raw.size) and bool(np.all(self.raw > 0))
-        y = np.log(self.raw) if self.log else self.raw.copy()
+        self.scale = detect_scale(self.raw)
+        self.log = self.scale is DetectScale.RATIO
+        # Values are read in units of the largest magnitude: means and differences of values near
+        # the float limit stay finite (+-1e308: every sum of two would overflow).
+        top = float(np.max(np.abs(self.raw))) if self.raw.size else 0.0
+        self.unit = top if top > 0 else 1.0
+        y = np.log(self.raw) if self.log else self.raw / self.unit
         self.y = y if direction is Direction.LOWER else -y
         self.direction = direction
         typical = float(np.median(np.abs(self.y))) if self.y.size else 0.0
@@ -294,12 +318,19 @@ class _Series:
         """Points in [start, end) that are not clipped outliers: what a level is made of."""
         return int(np.count_nonzero(~self.outlier[start:end]))
 
+    def mean(self, start: int, end: int) -> float:
+        """Arithmetic mean of the raw values in [start, end), computed in units of the largest."""
+        return float(np.mean(self.raw[start:end] / self.unit)) * self.unit
+
     def pct(self, shift: float, base: float) -> float:
-        """Oriented shift -> signed percent change of the value itself (base: the raw level before)."""
+        """Oriented shift -> signed percent change of the value itself (base: the raw level before).
+        Finite whatever the values: a ratio beyond e^MAX_LOG_RATIO is reported as that ratio, and
+        a step from a level of exactly 0 as the step's size relative to the series' largest value."""
         raw = shift if self.direction is Direction.LOWER else -shift
         if self.log:
-            return (math.exp(raw) - 1.0) * 100.0
-        return raw / abs(base) * 100.0 if base else math.copysign(math.inf, raw) if raw else 0.0
+            return math.expm1(min(raw, MAX_LOG_RATIO)) * 100.0
+        level = abs(base) / self.unit
+        return raw / (level if level > 0 else 1.0) * 100.0
 
 
 @dataclass(frozen=True)
@@ -366,7 +397,7 @@ def _passes(series: _Series, ev: _Evidence, settings: DetectSettings, newest: bo
     # a segment long enough (a wild last night plus four slightly high ones is not a level).
     if min(series.levels(*ev.before), series.levels(*ev.after)) < settings.min_segment or ev.trend:
         return False
-    base = float(np.mean(series.raw[ev.before[0] : ev.before[1]]))
+    base = series.mean(*ev.before)
     se = (ev.shift.high - ev.shift.low) / (2 * _NORMAL.inv_cdf(0.5 + settings.level / 2))
     cautious = math.copysign(max(abs(ev.shift.shift) - se, 0.0), ev.shift.shift)
     return ev.p_value <= alpha and abs(series.pct(cautious, base)) >= settings.min_change_pct
@@ -479,8 +510,7 @@ def _report(
     points = []
     for i, c in enumerate(cuts):
         ev = evidence[c]
-        before_raw = series.raw[ev.before[0] : ev.before[1]]
-        base = float(np.mean(before_raw))
+        base = series.mean(*ev.before)
         lo, hi = sorted((series.pct(ev.shift.low, base), series.pct(ev.shift.high, base)))
         recovered = None
         for j in range(i + 1, len(cuts)):
@@ -497,7 +527,7 @@ def _report(
                 ci_pct=(lo, hi),
                 p_value=ev.p_value,
                 before_mean=base,
-                after_mean=float(np.mean(series.raw[ev.after[0] : ev.after[1]])),
+                after_mean=series.mean(*ev.after),
                 recovered_at=recovered,
                 last_before=int(series.valid[c - 1]),
             )

@@ -141,6 +141,10 @@ def _pages(name: str, page: int, count: int) -> str:
     return f"<p class='pages'>page {page} of {last}: {shown} {' · '.join(links)}</p>"
 
 
+def _scale_note(s: Series) -> str:
+    return f", steps read as {s.scale.value}s" if s.scale else ""
+
+
 def _page(nightly: Nightly, settings: Settings, only: str | None = None, page: int = 1) -> str:
     e = html.escape
     body: list[str] = []
@@ -156,7 +160,7 @@ def _page(nightly: Nightly, settings: Settings, only: str | None = None, page: i
         body.append(_pages(name, page, count))
         for s in nightly.history.series_page(name, (page - 1) * SERIES_PER_PAGE, SERIES_PER_PAGE):
             changes = nightly.history.changes(s.id)
-            body.append(f'<section id="series-{s.id}"><h3>{_bdi(s.label)} <small>({_bdi(s.unit)}, {e(s.direction.value)} is better)</small></h3>')
+            body.append(f'<section id="series-{s.id}"><h3>{_bdi(s.label)} <small>({_bdi(s.unit)}, {e(s.direction.value)} is better{_scale_note(s)})</small></h3>')
             body.append(_svg(nightly, project, s, line))
             if changes:
                 body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in ("change", "range", "p", "state", "bisection")) + "</tr>")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from attrib.core.detect import ChangeDirection, DetectSettings, detect
+from attrib.core.detect import ChangeDirection, DetectSettings, detect, detect_scale
 from attrib.history.order import ordered
 from attrib.history.store import Change, FlagState, HistoryStore, Series
 
@@ -40,6 +40,10 @@ def detect_series(
     store: HistoryStore, series: Series, line: Sequence[str], settings: DetectSettings, new_flag: FlagState = FlagState.DETECTED
 ) -> list[Finding]:
     o = ordered(store.points(series.id), line)
+    scale = detect_scale(o.values)
+    if scale is not series.scale:
+        store.set_scale(series.id, scale)
+        series = replace(series, scale=scale)
     stored = {c.after: c for c in store.changes(series.id)}
     index_of = {sha: i for i, sha in enumerate(o.commits)}
     decided = sorted(index_of[a] for a in stored if a in index_of and index_of[a] > 0)
@@ -103,6 +107,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "before_mean": c.before_mean,
         "after_mean": c.after_mean,
         "unit": f.series.unit,
+        "scale": f.series.scale.value if f.series.scale else None,
         "project": f.series.project,
         "config": f.series.config,
         "series": f.series.id,

@@ -9,16 +9,18 @@ shas in the project's repository here, so a typo in a sha is a bad row, not a se
 Google Benchmark and NVBench documents name no commit: the caller says which (`commit`).
 
 Every row of every format passes one door here (`_check_row`): its text by the shared rule of
-attrib/formats/text.py, its value within VALUE_RANGE. The detector works on logs of the values
-(attrib/core/detect.py), so zero, negative and absurd values would either be analysed on
-another model or overflow its estimates: they are refused, with the row named, before
-anything is stored.
+attrib/formats/text.py, its value any finite number (NaN and inf are refused with the row
+named, before anything is stored). Zero, negative and huge values are real data (a spill
+count, a signed delta, a FLOP/s figure above 1e15): detection chooses its scale per series,
+ratios for a strictly positive one and differences otherwise, computed so that values near the
+float limit cannot overflow its estimates (attrib/core/detect.py, issue 33).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -32,7 +34,6 @@ from attrib.history.attrib_result import is_attrib_document, parse_attrib_json
 from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
 
 MAX_CONFIG_KEYS = 32
-VALUE_RANGE = (1e-15, 1e15)  # a measured value, in its unit: positive, and far from overflow
 
 
 class InputFormat(StrEnum):
@@ -126,9 +127,8 @@ def _check_row(source: str, r: ResultRow, config: Mapping[str, str]) -> None:
     for key, value in config.items():
         check_text(key, MAX_CONFIG_KEY, source, r.row, "config")
         check_text(value, MAX_BENCHMARK, source, r.row, key)
-    lo, hi = VALUE_RANGE
-    if not lo <= r.value <= hi:  # NaN fails this too
-        raise IngestError(source, r.row, "value", f"{r.value!r}: expected a positive measured value from {lo:g} to {hi:g}")
+    if not math.isfinite(r.value):
+        raise IngestError(source, r.row, "value", f"{r.value!r}: expected a finite number")
 
 
 def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: Callable[[str], str]) -> list[FileRows]:

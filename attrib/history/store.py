@@ -22,16 +22,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from attrib.core.detect import DetectScale
 from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
 from attrib.sqlite import SqliteStore
 
-HISTORY_SCHEMA = 2  # meta key 'history_schema'; the daemon's own tables have their own version
-# 1 -> 2 (issue 20): history_series.pending and the indexes on it and on history_changes.flag
-_MIGRATE_1_TO_2 = (
-    "ALTER TABLE history_series ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
-    "UPDATE history_series SET pending = 1",  # detected again once: cheap, and nothing is missed
-)
+HISTORY_SCHEMA = 3  # meta key 'history_schema'; the daemon's own tables have their own version
+# From version N to N + 1. 1 -> 2 (issue 20): history_series.pending and the indexes on it and
+# on history_changes.flag. 2 -> 3 (issue 33): history_series.scale, the scale detection read it
+# on (NULL until its next detection).
+_MIGRATIONS = {
+    "1": ("ALTER TABLE history_series ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
+          "UPDATE history_series SET pending = 1"),  # detected again once: cheap, and nothing is missed
+    "2": ("ALTER TABLE history_series ADD COLUMN scale TEXT",),
+}  # fmt: skip
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 
 _SCHEMA = """
@@ -45,6 +49,7 @@ CREATE TABLE IF NOT EXISTS history_series (
     unit TEXT NOT NULL,
     direction TEXT NOT NULL,
     pending INTEGER NOT NULL DEFAULT 0, -- > 0: rows stored since its last successful detection
+    scale TEXT,                        -- DetectScale its last detection read it on (NULL: none yet)
     UNIQUE (project, benchmark, config)
 );
 -- Every file ingested. digest = sha256 of the project and the file's rows (idempotency).
@@ -120,6 +125,7 @@ class Series:
     config: dict[str, str]
     unit: str
     direction: Direction
+    scale: DetectScale | None = None  # what its last detection read it on (None: not detected yet)
 
     @property
     def label(self) -> str:
@@ -205,9 +211,12 @@ class HistoryStore(SqliteStore):
             row = c.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone()
             if row is None:
                 c.execute("INSERT INTO meta VALUES ('history_schema', ?)", (str(HISTORY_SCHEMA),))
-            elif row[0] == "1":
-                for stmt in _MIGRATE_1_TO_2:
-                    c.execute(stmt)
+            elif row[0] in _MIGRATIONS:
+                version = row[0]
+                while version in _MIGRATIONS:
+                    for stmt in _MIGRATIONS[version]:
+                        c.execute(stmt)
+                    version = str(int(version) + 1)
                 c.execute("UPDATE meta SET value = ? WHERE key = 'history_schema'", (str(HISTORY_SCHEMA),))
             elif row[0] != str(HISTORY_SCHEMA):
                 raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
@@ -307,19 +316,24 @@ class HistoryStore(SqliteStore):
         with self._errors("mark a series detected"), self._write() as c:
             c.execute("UPDATE history_series SET pending = 0 WHERE id = ? AND pending = ?", (series_id, mark))
 
+    def set_scale(self, series_id: int, scale: DetectScale) -> None:
+        """Record the scale detection read the series on (detection.detect_series)."""
+        with self._errors("record a series' scale"), self._write() as c:
+            c.execute("UPDATE history_series SET scale = ? WHERE id = ? AND scale IS NOT ?", (scale.value, series_id, scale.value))
+
     def waiting_changes(self, project: str) -> list[tuple[Series, Change]]:
         """Change points of `project` still waiting for a flag decision (FlagState.retried),
         found through the index on flag: not by walking every series."""
         waiting = [f.value for f in FlagState if f.retried]
         with self._errors("read change points"):
             rows = self._conn().execute(
-                "SELECT h.*, s.project, s.benchmark, s.config, s.unit, s.direction AS series_direction"
+                "SELECT h.*, s.project, s.benchmark, s.config, s.unit, s.direction AS series_direction, s.scale"
                 " FROM history_changes h JOIN history_series s ON s.id = h.series_id"
                 f" WHERE s.project = ? AND h.flag IN ({', '.join('?' * len(waiting))}) ORDER BY h.id",
                 (project, *waiting),
             ).fetchall()
         return [
-            (Series(r["series_id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["series_direction"])), _change(r))
+            (Series(r["series_id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["series_direction"]), _scale(r)), _change(r))
             for r in rows
         ]
 
@@ -509,7 +523,11 @@ class _Room:
 
 
 def _series(r: sqlite3.Row) -> Series:
-    return Series(r["id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["direction"]))
+    return Series(r["id"], r["project"], r["benchmark"], json.loads(r["config"]), r["unit"], Direction(r["direction"]), _scale(r))
+
+
+def _scale(r: sqlite3.Row) -> DetectScale | None:
+    return DetectScale(r["scale"]) if r["scale"] is not None else None
 
 
 def _change(r: sqlite3.Row) -> Change:
