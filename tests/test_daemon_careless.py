@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import spec
 from daemon_proc import Proc, daemon_process
 from test_daemon_api import good_flag
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 
-from attrib.demo import DEMO_RECIPE
+from attrib.demo import DEMO_RECIPE, generate_tree
 
 SECRET = "careless-secret-0123456789abcdef"
 
@@ -60,3 +64,53 @@ def test_a_hostile_body_of_escaped_quotes_is_answered(proc: Proc):
     status, answer, _ = proc.flag(body)
     assert status == 400 and answer["field"] == "body" and "not JSON" in answer["error"], answer
 
+
+
+# --- 5. a filing target that cannot be a file name, and a filing that fails ------------------------
+
+
+def test_a_dir_name_no_file_system_takes_is_refused_at_the_door(proc: Proc, repo):
+    before = proc.rows()
+    status, answer, _ = proc.flag(good_flag(repo, file_issue="dir:" + "a" * 300))
+    assert status == 400 and answer["field"] == "file_issue", answer
+    assert "300 bytes; expected at most 255" in answer["error"] and "\n" not in answer["error"]
+    assert proc.rows() == before
+    status, answer, _ = proc.flag(good_flag(repo, file_issue="dir:" + "a" * 255))
+    assert status == 202, answer
+
+
+def _wait(what: str, check: Callable[[], Any], deadline_s: float = 600.0) -> Any:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_filing_that_fails_keeps_the_result_with_the_job(tmp_path: Path):
+    """The real bisection of a planted regression, filed to dir:gone, where --state/filed/gone
+    is a dangling link: the tracker's write fails with an OSError. The job is done, its result
+    and report are served, and `filing` says what failed (the old worker failed the job and
+    dropped its result)."""
+    tree = generate_tree(tmp_path / "repo", spec(commits=8, culprits=((5, 10),), broken=None))
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "demo.toml").write_text(DEMO_RECIPE)
+    with daemon_process(tmp_path / "d", SECRET, recipes, workers=1, executor="local") as p:
+        (p.state / "filed").mkdir(exist_ok=True)
+        (p.state / "filed" / "gone").symlink_to(tmp_path / "no" / "such" / "place")
+        flag = {"repo": str(tree.path), "good": "main~8", "bad": "main", "recipe": "demo.toml", "file_issue": "dir:gone"}
+        status, answer, _ = p.flag(flag)
+        assert status == 202, answer
+
+        def finished() -> dict[str, Any] | None:
+            job = p.get(f"/v1/jobs/{answer['id']}", SECRET)[1]
+            return job if job["state"] in ("done", "failed", "cancelled") else None
+
+        job = _wait("the job to finish", finished)
+        assert job["state"] == "done", job
+        assert job["result"] is not None and [c["commit"] for c in job["result"]["culprits"]] == [tree.culprits[0]]
+        assert job["filing"].startswith("filing to dir:") and "failed" in job["filing"] and "\n" not in job["filing"], job
+        assert p.get(f"/v1/jobs/{answer['id']}/report", SECRET)[0] == 200

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ MAX_BENCHMARKS = 1000  # names in one flag's "benchmarks": a recipe's kernels, n
 REQUIRED = ("repo", "good", "bad", "recipe")
 MAX_TEXT = 2000  # characters of any one field: a flag is small
 FREE_TEXT = ("source",)  # fields that are prose: surrounding whitespace is trimmed, not refused
+DEFAULT_NAME_MAX = 255  # bytes of a file name, where the file system does not say
 FETCH_TIMEOUT_S = 600.0  # cloning or fetching a flagged git URL
 # Nesting of a JSON body: a flag is 1 deep, GitHub's and GitLab's payloads under 10. The limit
 # is checked on the bytes (scan.json_depth, linear), before json.loads, whose recursion would
@@ -121,7 +123,7 @@ def prepare_group(flag: dict[str, Any], ctx: FlagContext) -> tuple[NewJob, tuple
         except RepoError as exc:
             raise FlagError(name, str(exc)) from None
     if file_issue is not None:
-        _check_file_issue(file_issue)
+        _check_file_issue(file_issue, ctx.state)
     recipe_path = _recipe_path(recipe_text, ctx.recipes_dir)
     try:
         recipe = load_recipe(recipe_path)
@@ -188,8 +190,10 @@ def _recipe_path(text: str, recipes_dir: Path) -> Path:
     return path
 
 
-def _check_file_issue(spec: str) -> None:
-    """The tracker's own parser, so what is accepted here is what filing can use."""
+def _check_file_issue(spec: str, state: Path) -> None:
+    """The tracker's own parser, so what is accepted here is what filing can use; a dir: name
+    must be one the file system under --state can hold (NAME_MAX bytes), or the whole
+    bisection would run before filing failed."""
     try:
         target = parse_target(spec)
     except TargetError as exc:
@@ -197,6 +201,16 @@ def _check_file_issue(spec: str) -> None:
     if target.kind == "dir" and not _DIR_NAME_RE.fullmatch(target.project):
         # a flag comes over the network: it may name a folder under --state/filed, never a path
         raise FlagError("file_issue", "dir: takes a plain name (letters, digits, . _ -), filed under --state/filed/")
+    if target.kind == "dir" and len(target.project.encode()) > _name_max(state):
+        raise FlagError("file_issue", f"dir: a name of {len(target.project.encode())} bytes; expected at most {_name_max(state)} (a file name under --state/filed/)")
+
+
+def _name_max(state: Path) -> int:
+    """The longest file name the file system of --state takes (255 on Linux and macOS)."""
+    try:
+        return int(os.pathconf(state, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return DEFAULT_NAME_MAX
 
 
 def mirror_path(text: str, state: Path) -> Path:

@@ -56,7 +56,8 @@ def workdir_for(settings: Settings, repo_path: str) -> Path:
 def file_report(sink: str, result: BisectResult, plot: Path | None, filed_root: Path) -> str:
     """File as `attrib bisect --file-issue SINK` does and return what the tracker logged. A
     dir: sink from a flag is a name under --state/filed (flags.py refuses paths). A filing
-    failure is recorded on the job; the result and report are already written."""
+    failure of any kind (a forge's refusal, a disk error) is recorded on the job, after what
+    was logged before it; the result and report are already written and stay with the job."""
     from attrib.tracker import Filing
 
     if sink.startswith("dir:"):
@@ -67,7 +68,10 @@ def file_report(sink: str, result: BisectResult, plot: Path | None, filed_root: 
         if filing is not None:
             filing.run(result, plot, lines.append)
     except AttribError as exc:
-        return f"filing to {sink} failed: {exc}"
+        return "; ".join([*lines, f"filing to {sink} failed: {exc}"])
+    except Exception as exc:  # noqa: BLE001  (filing is the last step: whatever breaks it, the result stays with the job)
+        log.exception("filing to %s failed", sink)
+        return "; ".join([*lines, f"filing to {sink} failed: {type(exc).__name__}: {exc}"])
     return "; ".join(lines) or f"nothing filed to {sink}"
 
 
