@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import git
 
@@ -76,6 +77,44 @@ class UrlRule:
         check_git_url(url, self.allow_http)
         if not self.allow_local and (not is_git_url(url) or url.startswith("file://")):
             raise RepoError(f"{url}: a local path, refused for a repository fetched from a URL")
+
+
+_DEFAULT_PORTS = {"https": "443", "http": "80", "ssh": "22", "git": "9418"}
+_SCP_RE = re.compile(r"^([A-Za-z0-9._-]+)@([A-Za-z0-9.-]+):(.*)$")
+
+
+def canonical_git_url(url: str) -> str:
+    """One spelling per repository, for everything keyed by a repository URL (the daemon's
+    deduplication, its mirrors under --state/repos, submodule mirrors): the scheme and host in
+    lower case, no default port, no `localhost` host in file://, the path percent-decoded with
+    `//` and `/./` collapsed (`..` kept) and no trailing `/`; a trailing `.git` dropped (forges serve
+    a repository with and without it; file:// drops only a final `/.git`, the git directory of
+    a working tree, since `repo` and `repo.git` are two directories there). `url` must be a git
+    URL (is_git_url); git is still handed the spelling the flag gave."""
+    scp = _SCP_RE.match(url) if "://" not in url else None
+    if scp is not None:
+        user, host, path = scp.groups()
+        return f"{user}@{host.lower()}:{_clean_path(path, relative=not path.startswith('/'))}"
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    authority, slash, path = rest.partition("/")
+    path = slash + path
+    if scheme == "file":
+        path = _clean_path(path, relative=False, forge=False)
+        return f"file://{'' if authority.lower() in ('', 'localhost') else authority.lower()}{path}"
+    user, at, hostport = authority.rpartition("@")
+    host, colon, port = hostport.partition(":")
+    keep_port = colon and port != _DEFAULT_PORTS.get(scheme)
+    return f"{scheme}://{user}{at}{host.lower()}{':' + port if keep_port else ''}{_clean_path(path, relative=False)}"
+
+
+def _clean_path(path: str, relative: bool, forge: bool = True) -> str:
+    # `..` stays: through a symbolic link it need not lead where the text suggests.
+    parts = [p for p in unquote(path).split("/") if p not in ("", ".")]
+    if parts and (parts[-1] == ".git" if not forge else parts[-1].endswith(".git") and parts[-1] != ".git"):
+        parts[-1] = parts[-1][: -len(".git")]
+        parts = [p for p in parts if p]
+    return ("" if relative else "/") + "/".join(parts)
 
 
 def git_failure_line(stderr: str, returncode: int) -> str:

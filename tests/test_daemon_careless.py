@@ -114,3 +114,21 @@ def test_a_filing_that_fails_keeps_the_result_with_the_job(tmp_path: Path):
         assert job["result"] is not None and [c["commit"] for c in job["result"]["culprits"]] == [tree.culprits[0]]
         assert job["filing"].startswith("filing to dir:") and "failed" in job["filing"] and "\n" not in job["filing"], job
         assert p.get(f"/v1/jobs/{answer['id']}/report", SECRET)[0] == 200
+
+
+# --- 6. one repository, one identity ---------------------------------------------------------------
+
+
+def test_spellings_of_one_repository_url_are_one_job_and_one_mirror(proc: Proc, repo):
+    path, shas = repo
+    spellings = [f"file://{path}", f"file://{path}/", f"file://{path}//", f"file:///{path}",
+                 f"file://{str(path).replace('/', '/./')}", f"file://localhost{path}", f"file://{path}/.git"]  # fmt: skip
+    ids = set()
+    for url in spellings:
+        status, answer, _ = proc.flag({"repo": url, "good": shas[2], "bad": shas[9], "recipe": "demo.toml"})
+        assert status == 202, (url, answer)
+        ids.add(answer["id"])
+    assert len(ids) == 1, ids
+    assert len(list((proc.state / "repos").glob("*.git"))) == 1
+    status, job, _ = proc.get(f"/v1/jobs/{ids.pop()}", SECRET)
+    assert job["repo"] == f"file://{path}"

@@ -9,7 +9,9 @@ ATTRIB_FLAG variable of a GitLab pipeline), or a failed GitHub workflow run name
 
 Revisions are checked as revision text (gitrepo.validate_revision_text: no leading '-', no
 whitespace) before git sees them, then resolved to full shas: duplicates are found by sha, so
-`main~3` and its sha flagged twice are one job. Git runs as argv lists, never through a shell.
+`main~3` and its sha flagged twice are one job; a repository URL by its canonical spelling
+(gitrepo.canonical_git_url), so `file:///srv/r/` and `file://localhost/srv/r/.git` are one
+job and one mirror. Git runs as argv lists, never through a shell.
 A JSON body is checked for nesting before the parser sees it (the parser recurses); the
 filing target with the tracker's own parser (and the forge's naming rules), at the door.
 """
@@ -29,7 +31,7 @@ from attrib.daemon.scan import flag_block, json_depth
 from attrib.daemon.store import NewJob
 from attrib.errors import FlagError, InputError, RepoError, TargetError
 from attrib.fsutil import file_lock
-from attrib.gitrepo import GitRepo, UrlRule, is_git_url, mirror_url, validate_revision_text
+from attrib.gitrepo import GitRepo, UrlRule, canonical_git_url, is_git_url, mirror_url, validate_revision_text
 from attrib.recipe import Recipe, load_recipe
 from attrib.tracker import parse_target
 
@@ -149,7 +151,7 @@ def prepare_group(flag: dict[str, Any], ctx: FlagContext) -> tuple[NewJob, tuple
     if not repo.is_ancestor(shas["good"], shas["bad"]):
         raise FlagError("good", f"{good_rev} ({shas['good'][:10]}) is not an ancestor of bad {bad_rev} ({shas['bad'][:10]})")
     job = NewJob(
-        repo=repo_text if is_git_url(repo_text) else str(repo.path),
+        repo=canonical_git_url(repo_text) if is_git_url(repo_text) else str(repo.path),
         repo_path=str(repo.path),
         good=shas["good"],
         bad=shas["bad"],
@@ -214,8 +216,9 @@ def _name_max(state: Path) -> int:
 
 
 def mirror_path(text: str, state: Path) -> Path:
-    """Where the daemon keeps its mirror of the git URL `text` (the series page reads it unfetched)."""
-    return state / "repos" / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".git")
+    """Where the daemon keeps its mirror of the git URL `text` (the series page reads it
+    unfetched): one per repository, however its URL is spelled (gitrepo.canonical_git_url)."""
+    return state / "repos" / (hashlib.sha256(canonical_git_url(text).encode()).hexdigest()[:16] + ".git")
 
 
 def submodule_rule(repo: str, allow_http: bool) -> UrlRule:
