@@ -55,6 +55,11 @@ class ResultFormatError(InputError):
         self.source, self.field, self.expected = source, field, expected
 
 
+class BenchmarkMissing(InputError):
+    """A reference revision does not have the benchmark the recipe names (a Google Benchmark
+    filter that matches nothing there): the recipe or the range is wrong (exit 2)."""
+
+
 class ReferenceFailed(AttribError):
     """The good or bad reference itself cannot be built or measured: nothing to compare against."""
 

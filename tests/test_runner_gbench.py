@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import bisect_cli
+from conftest import bisect_cli, run_cli
 from gbench_tree import BUILD, RECIPE, gbench_missing, make_gbench_tree
 
 from attrib.evaluate.executors.local import LocalExecutor
@@ -52,9 +52,25 @@ def test_filter_matching_several_lists_them(built, tmp_path):
 def test_filter_matching_nothing_lists_what_the_binary_has(built, tmp_path):
     res = _runner(tmp_path, filter="^BM_Copy").run(built)
     assert res.error == (
-        "filter '^BM_Copy' matched no benchmark; it must match exactly one "
+        "no such benchmark: filter '^BM_Copy' matched no benchmark; it must match exactly one "
         "(names seen: BM_Mix/iterations:40, BM_MixSmall/iterations:100, BM_Fails)"
     )
+
+
+def test_a_filter_matching_nothing_at_the_references_is_bad_input_exit_2(tmp_path):
+    """Issue 33: the real CLI on the real tree, with a filter no revision has: the references
+    cannot be measured because the recipe is wrong, which is exit 2 (README), not exit 1."""
+    tree = make_gbench_tree(tmp_path / "repo", commits=3, culprit_at=2)
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(RECIPE.replace('filter = "^BM_Mix/', 'filter = "^BM_Copy/'))
+    assert 'filter = "^BM_Copy/' in recipe.read_text()
+    res = run_cli(
+        "bisect", "--repo", tree.path, "--good", tree.good, "--bad", tree.bad, "--recipe", recipe,
+        "--workdir", tmp_path / "work", "--json", tmp_path / "result.json",
+    )  # fmt: skip
+    assert res.code == 2, res.stdout + res.stderr
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("attrib: error")]
+    assert "no such benchmark: filter '^BM_Copy/" in line and "names seen: BM_Mix" in line, line
 
 
 def test_error_occurred_is_a_failed_run_with_its_message(built, tmp_path):

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from attrib.core.model import DecisionRule, Direction, NoiseAdvice, Phase, Purpose, Status, Step, Verdict
 from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
-from attrib.errors import ReferenceFailed
+from attrib.errors import BenchmarkMissing, ReferenceFailed
 from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.runners import names_no_benchmark
 from attrib.outcome import Unresolved
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import not_clearly_worse
@@ -67,6 +68,11 @@ def check_references(evidence: Evidence, good: str, bad: str, comp: Comparison) 
                 f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}"
             )
     if comp.verdict is Verdict.SKIP:
+        for sha, role in ((good, "good"), (bad, "bad")):
+            failed = evidence.record(sha).failed_runs
+            if failed and all(names_no_benchmark(f) for f in failed):
+                # the recipe names a benchmark the reference does not have: the input is wrong
+                raise BenchmarkMissing(f"the {role} revision {sha[:10]}: {failed[0]}")
         raise ReferenceFailed(f"cannot measure the references: {comp.reason}")
 
 

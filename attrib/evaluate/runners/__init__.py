@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+# The start of a failed run's error when the checkout lacks the benchmark the recipe names. One
+# commit without it is that commit's failed run; both references without it is bad input
+# (segment/preflight.check_references: exit 2, not a failed measurement).
+NO_SUCH_BENCHMARK = "no such benchmark: "
+
+
+def names_no_benchmark(error: str) -> bool:
+    return error.startswith(NO_SUCH_BENCHMARK)
+
 
 @dataclass(frozen=True)
 class RunResult:

@@ -3,7 +3,8 @@
 each repetition of the one selected benchmark as one sample (in the recipe's time unit).
 
 The filter must select exactly one benchmark; when it selects none, the binary is asked for
-its list (`--benchmark_list_tests`) so the failed run can say which names exist. Aggregate
+its list (`--benchmark_list_tests`) so the failed run can say which names exist, and the
+error starts with NO_SUCH_BENCHMARK: at a reference that is bad input (exit 2). Aggregate
 rows are never samples; a benchmark that reports `error_occurred` is a failed run with its
 message. Every failure is that commit's failed run: the bisection goes on (the search turns
 a commit whose runs keep failing into a skip)."""
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from attrib.errors import FormatError
 from attrib.evaluate.executors import Executor
-from attrib.evaluate.runners import RunResult
+from attrib.evaluate.runners import NO_SUCH_BENCHMARK, RunResult
 from attrib.evaluate.runners.command import process_failure
 from attrib.evaluate.runners.units import convert, first_nonpositive
 from attrib.formats import parse_gbench
@@ -49,7 +50,7 @@ class GbenchRunner:
             names = self._listed(checkout)
             return RunResult(
                 (),
-                f"filter {self.gbench.filter!r} matched no benchmark; it must match exactly one (names seen: {_names(names)})",
+                f"{NO_SUCH_BENCHMARK}filter {self.gbench.filter!r} matched no benchmark; it must match exactly one (names seen: {_names(names)})",
                 res.duration_s,
             )
         try:
@@ -61,7 +62,7 @@ class GbenchRunner:
             how = f"{len(found)} benchmarks" if found else "no benchmark"
             return RunResult(
                 (),
-                f"filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})",
+                f"{'' if found else NO_SUCH_BENCHMARK}filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})",
                 res.duration_s,
             )
         m = found[0]
