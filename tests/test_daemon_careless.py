@@ -6,6 +6,7 @@ old code ran past (a stall) and the new one does not come near."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -132,3 +133,40 @@ def test_spellings_of_one_repository_url_are_one_job_and_one_mirror(proc: Proc, 
     assert len(list((proc.state / "repos").glob("*.git"))) == 1
     status, job, _ = proc.get(f"/v1/jobs/{ids.pop()}", SECRET)
     assert job["repo"] == f"file://{path}"
+
+
+# --- 8. two framings: answer, then close --------------------------------------------------------
+
+
+def _read_to_end(sock: socket.socket, deadline_s: float = 20.0) -> tuple[bytes, bool]:
+    """What the daemon sent until it closed the connection (True) or the deadline passed (False)."""
+    sock.settimeout(1.0)
+    data, end = b"", time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+def test_a_request_with_content_length_and_transfer_encoding_closes_its_connection(proc: Proc):
+    """The request after it on the same connection (here a pipelined GET) is never served: a
+    proxy that framed the first by Content-Length would have sent it as part of the body."""
+    smuggled = f"GET /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {SECRET}\r\n\r\n".encode()
+    first = (b"POST /v1/regressions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")  # fmt: skip
+    with socket.create_connection(proc.address, timeout=30) as sock:
+        sock.sendall(first + smuggled)
+        data, closed = _read_to_end(sock)
+    assert closed, data
+    assert data.count(b"HTTP/1.1 ") == 1 and data.startswith(b"HTTP/1.1 401 "), data
+    assert b"connection: close" in data.lower()
+    # one framing is served as before, and the connection stays open for the next request
+    with socket.create_connection(proc.address, timeout=30) as sock:
+        sock.sendall(smuggled + smuggled)
+        data, closed = _read_to_end(sock, deadline_s=3.0)
+    assert data.count(b"HTTP/1.1 200 ") == 2 and not closed, data

@@ -7,7 +7,9 @@ larger, with 408 when it trickles in slower than `read_timeout_s`, and at most
 for its turn gets 503). Unread bytes stay in the socket (the server stops reading a connection
 whose buffer is full), so memory holds at most `max_concurrent` bodies of `max_bytes` however
 many clients send. The route then gets the buffered body; authentication and parsing happen
-on it, after this. Nothing here knows about flags or signatures.
+on it, after this. A request framed both by Content-Length and by Transfer-Encoding is
+answered, then its connection is closed (RFC 9112 section 6.3: what follows it may have been
+framed differently by a proxy in front). Nothing here knows about flags or signatures.
 """
 
 from __future__ import annotations
@@ -54,6 +56,18 @@ async def _refuse(send: Send, status: int, message: str, headers: tuple[tuple[by
     await send({"type": "http.response.body", "body": body})
 
 
+def _closing(send: Send) -> Send:
+    """`send` with `Connection: close` on the answer: h11 then ends the connection after it."""
+
+    async def closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+            message = {**message, "headers": [*kept, (b"connection", b"close")]}
+        await send(message)
+
+    return closing
+
+
 class BoundedBodies:
     def __init__(self, app: ASGIApp, *, max_bytes: int, max_concurrent: int, slot_wait_s: float, read_timeout_s: float) -> None:
         self.app = app
@@ -70,7 +84,13 @@ class BoundedBodies:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and b"transfer-encoding" in headers:
+            # Two framings (RFC 9112 section 6.3): the server read it one way, a proxy in front
+            # may have read it the other, so what follows on this connection may be a smuggled
+            # request. Answer this one, then close the connection.
+            send = _closing(send)
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
             await _refuse(send, 413, self._too_large())
             return
