@@ -19,6 +19,7 @@ from daemon_proc import Proc, daemon_process
 from test_daemon_api import good_flag
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 
+from attrib.daemon.server import MAX_PER_CLIENT
 from attrib.demo import DEMO_RECIPE, generate_tree
 
 SECRET = "careless-secret-0123456789abcdef"
@@ -170,3 +171,35 @@ def test_a_request_with_content_length_and_transfer_encoding_closes_its_connecti
         sock.sendall(smuggled + smuggled)
         data, closed = _read_to_end(sock, deadline_s=3.0)
     assert data.count(b"HTTP/1.1 200 ") == 2 and not closed, data
+
+
+# --- 9. one address behind a proxy: the oldest idle connection makes room ----------------------------
+
+
+def _closed(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # reset
+    finally:
+        s.setblocking(True)
+
+
+def test_a_flag_from_an_address_at_its_cap_takes_the_oldest_idle_connections_place(proc: Proc, repo):
+    """Behind a proxy every client has one address: with MAX_PER_CLIENT idle keep-alive sockets
+    open from it, the old daemon reset the next connection (a signed flag) at once."""
+    socks = [socket.create_connection(proc.address, timeout=30) for _ in range(MAX_PER_CLIENT)]
+    try:
+        socks[-1].sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: t\r\n")  # an unfinished head is idle too
+        time.sleep(0.5)  # every one registered before the flag (a bounded wait, not a speed figure)
+        assert not any(_closed(s) for s in socks)
+        status, answer, _ = proc.flag(good_flag(repo, bad=5, source="one address, cap reached"))
+        assert status == 202, answer
+        closed = _wait("the oldest idle socket to be closed", lambda: [i for i, s in enumerate(socks) if _closed(s)], 30.0)
+        assert closed == [0], closed
+    finally:
+        for s in socks:
+            s.close()

@@ -10,8 +10,12 @@ class>)`; `guarded_h11` returns a subclass of its h11 protocol that
 * closes a connection whose request head is not complete `head_timeout_s` after the
   connection opened or after the previous answer ended (idle keep-alive included): a silent
   or trickling socket holds its slot for at most that long;
-* closes at once a connection from an address that already holds `per_client` connections:
-  one address cannot fill the server, and the rest of the connection budget stays for others.
+* holds at most `per_client` connections from one address: one address cannot fill the
+  server, and the rest of the connection budget stays for others. A new connection from an
+  address at its cap takes the place of that address's connection idle the longest (waiting
+  for a request head, or between requests); only when every one of them is inside a request
+  is the new one closed at once. Behind a proxy or a NAT every client has one address: 32
+  idle keep-alive sockets from it must not lock out its next real request (issue 33).
 
 The head is still parsed by h11 inside uvicorn; this class only watches when uvicorn starts a
 request cycle (`self.cycle`) and when it finishes one (`on_response_complete`).
@@ -26,8 +30,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
 def guarded_h11(head_timeout_s: float, per_client: int) -> type[asyncio.Protocol]:
-    """A protocol class for one server: its per-address counts are its own."""
-    open_by_client: dict[str, int] = {}
+    """A protocol class for one server: its per-address registry is its own."""
+    # address -> its connections, in the order they last became idle (oldest first)
+    by_client: dict[str, dict[GuardedH11, None]] = {}
 
     class GuardedH11(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -38,24 +43,23 @@ def guarded_h11(head_timeout_s: float, per_client: int) -> type[asyncio.Protocol
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             address = self.client[0] if self.client else None
-            if address is not None and open_by_client.get(address, 0) >= per_client:
-                transport.abort()  # counted by nobody: connection_lost sees no address
-                return
             if address is not None:
+                held = by_client.setdefault(address, {})
+                if len(held) >= per_client:
+                    victim = next((c for c in held if c._idle()), None)
+                    if victim is None:
+                        transport.abort()  # every one is inside a request; registered by nobody
+                        return
+                    victim._forget()
+                    victim.transport.close()
                 self._address = address
-                open_by_client[address] = open_by_client.get(address, 0) + 1
+                held[self] = None
             self._await_head()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
-            if self._address is not None:
-                left = open_by_client[self._address] - 1
-                if left:
-                    open_by_client[self._address] = left
-                else:
-                    del open_by_client[self._address]
-                self._address = None
+            self._forget()
             super().connection_lost(exc)
 
         def on_response_complete(self) -> None:
@@ -63,9 +67,26 @@ def guarded_h11(head_timeout_s: float, per_client: int) -> type[asyncio.Protocol
             if not self.transport.is_closing():
                 self._await_head()  # the next request's head has its own deadline
 
+        def _idle(self) -> bool:
+            """Waiting for a request head (none yet, or the last one answered)."""
+            return self.cycle is None or self.cycle.response_complete
+
+        def _forget(self) -> None:
+            if self._address is None:
+                return
+            held = by_client[self._address]
+            held.pop(self, None)
+            if not held:
+                del by_client[self._address]
+            self._address = None
+
         def _await_head(self) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
+            if self._address is not None:  # idle from now: the last in its address's order
+                held = by_client[self._address]
+                held.pop(self, None)
+                held[self] = None
             self._head_timer = self.loop.call_later(head_timeout_s, self._head_deadline, self.cycle)
 
         def _head_deadline(self, cycle_then: object) -> None:
@@ -77,4 +98,3 @@ def guarded_h11(head_timeout_s: float, per_client: int) -> type[asyncio.Protocol
                 self.transport.close()
 
     return GuardedH11
-
