@@ -26,6 +26,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -43,6 +44,7 @@ MAX_WAIT_S = 60.0  # a longer Retry-After is an error, not a silent hour-long ha
 TIMEOUT_S = 30.0
 MAX_RESPONSE_BYTES = 32 << 20  # a page of 100 issues with long bodies is a few MiB
 MAX_ERROR_BYTES = 64 << 10  # what an error answer's message is read from
+READ_CHUNK = 64 << 10
 
 Sleep = Callable[[float], None]
 # Headers computed for each attempt from the body as sent: a signature with the time of sending.
@@ -130,6 +132,41 @@ def _retry_after(headers: Mapping[str, str], now: float) -> float | None:
     return None
 
 
+class _Sockets:
+    """The socket of the connection an opener made last (redirects make new ones): its timeout
+    is per read, so before each read it is given only what the whole operation has left."""
+
+    def __init__(self) -> None:
+        self.last: socket.socket | None = None
+
+
+def _recording(base: type[http.client.HTTPConnection], sockets: _Sockets) -> type[http.client.HTTPConnection]:
+    class Recording(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            sockets.last = self.sock  # for https, the TLS socket HTTPSConnection.connect made
+
+    return Recording
+
+
+class _Http(urllib.request.HTTPHandler):
+    def __init__(self, sockets: _Sockets) -> None:
+        super().__init__()
+        self._connection = _recording(http.client.HTTPConnection, sockets)
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._connection, req)
+
+
+class _Https(urllib.request.HTTPSHandler):
+    def __init__(self, sockets: _Sockets) -> None:
+        super().__init__()
+        self._connection = _recording(http.client.HTTPSConnection, sockets)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._connection, req, context=self._context, check_hostname=self._check_hostname)  # type: ignore[attr-defined]
+
+
 class HttpClient:
     def __init__(
         self,
@@ -145,9 +182,13 @@ class HttpClient:
         max_wait_s: float = MAX_WAIT_S,
         timeout_s: float = TIMEOUT_S,
         unreachable: Callable[[str], str] | None = None,
+        deadline_s: float | None = None,
     ) -> None:
         """`error` is the class every failure is raised as (the caller's boundary); `unreachable`
-        words the failure when no answer came at all (it gets the reason), for `send`."""
+        words the failure when no answer came at all (it gets the reason), for `send`.
+        `deadline_s`: everything this client does, every attempt, wait and read, ends within that
+        long of its creation (`timeout_s` bounds one connect or one read: a server trickling a
+        byte at a time would otherwise keep the caller's thread as long as it liked)."""
         self.base_url = base_url.rstrip("/")
         self._auth = dict(auth_headers)
         self.target, self.token_var, self.error, self.unreachable = target, token_var, error, unreachable
@@ -155,7 +196,10 @@ class HttpClient:
         self.backoff_s, self.max_wait_s, self.timeout_s = backoff_s, max_wait_s, timeout_s
         self.attempts = 0  # every request sent, retries included (tests and the curious)
         self._redirects = _Redirects(list(self._auth))
-        self._opener = urllib.request.build_opener(self._redirects)
+        self._sockets = _Sockets()
+        self._opener = urllib.request.build_opener(self._redirects, _Http(self._sockets), _Https(self._sockets))
+        self.deadline_s = deadline_s
+        self._ends = time.monotonic() + deadline_s if deadline_s is not None else None
 
     def __repr__(self) -> str:  # never the headers: they carry the token
         return f"HttpClient({self.base_url!r}, target={self.target!r})"
@@ -172,15 +216,40 @@ class HttpClient:
             self._redirects.keep_secret(list(signed))
             headers.update(signed)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        what = f"{method} {url[len(self.base_url):]}"
         self.attempts += 1
         try:
-            with self._opener.open(req, timeout=self.timeout_s) as resp:
-                raw = resp.read(max_bytes + 1)
+            with self._opener.open(req, timeout=self._left(what)) as resp:
+                raw = self._read(resp, max_bytes + 1, what)
                 if len(raw) > max_bytes:
-                    raise ResponseTooLarge(f"{self.target}: {method} {url[len(self.base_url):]}: the answer is longer than {max_bytes} bytes")
+                    raise ResponseTooLarge(f"{self.target}: {what}: the answer is longer than {max_bytes} bytes")
                 return resp.status, dict(resp.headers.items()), raw
         except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read(MAX_ERROR_BYTES)
+            return exc.code, dict(exc.headers.items()) if exc.headers else {}, self._read(exc, MAX_ERROR_BYTES, what)
+
+    def _left(self, what: str) -> float:
+        """The timeout for the next connect or read: `timeout_s`, or less when the deadline is
+        nearer; the caller's error once the deadline has passed."""
+        if self._ends is None:
+            return self.timeout_s
+        left = self._ends - time.monotonic()
+        if left <= 0:
+            raise self.error(f"{self.target}: {what}: no complete answer within {self.deadline_s:g} s")
+        return min(self.timeout_s, left)
+
+    def _read(self, resp: Any, limit: int, what: str) -> bytes:
+        """At most `limit` bytes of the answer, each read given only the time left."""
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            if self._sockets.last is not None:
+                self._sockets.last.settimeout(self._left(what))
+            chunk = resp.read1(min(READ_CHUNK, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
 
     def request(
         self,
@@ -264,6 +333,8 @@ class HttpClient:
                     return answer
             if attempt == self.max_attempts:
                 break
+            if self._ends is not None and time.monotonic() + wait >= self._ends:
+                raise self.error(f"{self.target}: {method} {path}: {last}; no time left to retry within {self.deadline_s:g} s")
             if wait > self.max_wait_s:
                 if answer_last and answer is not None:
                     return answer

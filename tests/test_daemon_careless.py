@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +204,64 @@ def test_a_flag_from_an_address_at_its_cap_takes_the_oldest_idle_connections_pla
     finally:
         for s in socks:
             s.close()
+
+
+# --- 7. a deadline covers the whole fetch, reads included --------------------------------------------
+
+
+class _Trickle:
+    """A fake GitHub on loopback whose artifact download sends its zip one byte a second."""
+
+    def __init__(self) -> None:
+        self.dropped: list[float] = []  # when the reader went away (monotonic)
+        trickle = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path.startswith("/repos/acme/kernels/actions/runs/7/artifacts"):
+                    body = json.dumps({"artifacts": [{"id": 9, "name": "attrib-flag", "size_in_bytes": 300, "expired": False}]}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", "300")
+                self.end_headers()
+                try:
+                    for _ in range(300):
+                        self.wfile.write(b"P")
+                        self.wfile.flush()
+                        time.sleep(1.0)
+                except OSError:
+                    trickle.dropped.append(time.monotonic())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_a_trickling_artifact_download_ends_with_its_deadline(tmp_path: Path):
+    """The fetch answers 502 at its deadline, and the thread that read it has stopped reading
+    then too: the old client kept reading a byte every second (its 10 s timeout was per read),
+    holding one of the pool's 4 threads long after the webhook was answered."""
+    trickle = _Trickle()
+    token = tmp_path / "token"
+    token.write_text("ghs_test-token\n")
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    try:
+        with daemon_process(tmp_path / "d", SECRET, recipes, github_api_url=trickle.url, github_token_file=str(token)) as p:
+            run = {"id": 7, "conclusion": "failure", "html_url": "https://github.com/acme/kernels/actions/runs/7"}
+            body = json.dumps({"action": "completed", "workflow_run": run, "repository": {"full_name": "acme/kernels"}}).encode()
+            status, answer, _ = p.github(body, event="workflow_run")
+            answered = time.monotonic()
+            assert status == 502 and "acme/kernels" in answer["error"], answer
+            _wait("the trickled download to be dropped", lambda: trickle.dropped, deadline_s=10.0)
+            assert trickle.dropped[0] - answered < 10.0
+    finally:
+        trickle.server.shutdown()

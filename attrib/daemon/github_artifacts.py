@@ -10,7 +10,9 @@ through attrib.http's client (bounded retries; the token never follows the 302 t
 storage host). Everything is bounded: the zip's size (checked in the listing, then enforced
 while reading), exactly one member named flag.json, its uncompressed size (read with a limit,
 whatever the zip's header claims), the number of listing pages, every request's timeout and
-attempts. The server runs this in a small thread pool under an overall deadline.
+attempts, and the whole fetch's deadline, which every read is held to (a server trickling a
+byte every few seconds no longer keeps the thread past it). The server runs this in a small
+thread pool.
 
 A bad artifact is the flag's fault (FlagError naming `attrib-flag`, HTTP 400); GitHub that
 cannot be reached or refuses is UpstreamError (HTTP 502) naming the repository and, for
@@ -42,7 +44,11 @@ REQUEST_TIMEOUT_S = 10.0
 ATTEMPTS = 3
 BACKOFF_S = 0.5
 MAX_WAIT_S = 5.0  # a rate limit asking for longer is a 502, not a hanging webhook
-FETCH_DEADLINE_S = 30.0  # the whole fetch, enforced by the server around the thread
+# The whole fetch: every request, retry, wait and read of its client (HttpClient's deadline_s),
+# so the thread is free when the webhook is answered; the server waits DEADLINE_GRACE_S longer
+# around it, as a backstop.
+FETCH_DEADLINE_S = 30.0
+DEADLINE_GRACE_S = 2.0
 TOKEN_TEXT = f"the daemon's GitHub token (github_token_file or GITHUB_TOKEN, with {NEED})"
 
 
@@ -58,6 +64,7 @@ def client(api_url: str, token: str, repo: str, sleep: Sleep | None = None) -> H
         backoff_s=BACKOFF_S,
         max_wait_s=MAX_WAIT_S,
         timeout_s=REQUEST_TIMEOUT_S,
+        deadline_s=FETCH_DEADLINE_S,
         **kw,
     )
 

@@ -41,7 +41,7 @@ from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
 from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare_group
-from attrib.daemon.github_artifacts import ARTIFACT_NAME, FETCH_DEADLINE_S, fetch_flag
+from attrib.daemon.github_artifacts import ARTIFACT_NAME, DEADLINE_GRACE_S, FETCH_DEADLINE_S, fetch_flag
 from attrib.daemon.grouping import joins
 from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
@@ -187,8 +187,8 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         return _accepted(await run_in_threadpool(_accept, found, route, stored, verified))
 
     async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
-        """The flag in the run's artifact, fetched in the GitHub pool under FETCH_DEADLINE_S
-        (every request in it has its own timeout too, so an abandoned fetch ends soon after)."""
+        """The flag in the run's artifact, fetched in the GitHub pool; the fetch's client holds
+        every read to FETCH_DEADLINE_S, so the thread is free when this answers."""
 
         def fetch() -> dict[str, Any] | None:
             try:
@@ -199,7 +199,7 @@ def _api(store: Store, settings: Settings) -> FastAPI:
 
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(loop.run_in_executor(github_pool, fetch), FETCH_DEADLINE_S)
+            return await asyncio.wait_for(loop.run_in_executor(github_pool, fetch), FETCH_DEADLINE_S + DEADLINE_GRACE_S)
         except TimeoutError:
             raise UpstreamError(f"github:{run.repo}: fetching the {ARTIFACT_NAME} artifact took longer than {FETCH_DEADLINE_S:g} s") from None
 
