@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from attrib.gitrepo import canonical_git_url, is_git_url
+
 
 def default_root(repo_path: Path) -> Path:
     """$XDG_CACHE_HOME/attrib/<repo name>-<hash of its path>: one per repository."""
@@ -36,13 +38,14 @@ class WorkDir:
 
     def submodule_mirror(self, url: str) -> Path:
         """The bare mirror of one submodule's repository, shared by every checkout and job that
-        pins a commit of it: named by the URL (its last part for the eye, a hash for identity)."""
-        digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+        pins a commit of it: named by the URL (its last part for the eye, a hash of its canonical
+        spelling for identity: `.../lib.git` and `.../lib/` are one mirror)."""
+        digest = _url_digest(url)
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in url.rstrip("/").rsplit("/", 1)[-1])[:40]
         return self.root / "submodules" / f"{name.removesuffix('.git')}-{digest}.git"
 
     def submodule_lock(self, url: str) -> Path:
-        return self.lock("submodule-" + hashlib.sha256(url.encode()).hexdigest()[:16])
+        return self.lock("submodule-" + _url_digest(url))
 
     def checkout(self, key: str) -> Path:
         return self.root / "checkouts" / key
@@ -71,3 +74,8 @@ class WorkDir:
 
     def scratch(self, name: str) -> Path:
         return self.root / "scratch" / name
+
+
+def _url_digest(url: str) -> str:
+    """A repository's identity: its canonical URL (gitrepo.canonical_git_url), a path as written."""
+    return hashlib.sha256((canonical_git_url(url) if is_git_url(url) else url).encode()).hexdigest()[:16]

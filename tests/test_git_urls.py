@@ -46,3 +46,13 @@ def test_canonical_is_idempotent_and_still_a_git_url():
         for url in [canonical, *spellings]:
             once = canonical_git_url(url)
             assert canonical_git_url(once) == once and is_git_url(once)
+
+
+def test_submodule_mirrors_key_on_the_canonical_url(tmp_path):
+    from attrib.workdir import WorkDir
+
+    wd = WorkDir(tmp_path)
+    spellings = ["https://github.com/acme/lib.git", "https://github.com/acme/lib/", "https://GITHUB.com:443/acme/lib"]
+    assert len({wd.submodule_mirror(u) for u in spellings}) == 1
+    assert len({wd.submodule_lock(u) for u in spellings}) == 1
+    assert wd.submodule_mirror("../lib") != wd.submodule_mirror("../lib2")  # a path is keyed as written
