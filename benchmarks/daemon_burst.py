@@ -23,6 +23,11 @@ Then (issue 20) three probes of a daemon whose config names nightly-history proj
   fetched while the daemon's VmRSS is sampled: its peak, the answer's size and time;
 * upload time against project size: projects of 10, 1,000 and 10,000 series, then
   `--uploads-per-size` uploads of 3 rows touching one series of each; the median is printed.
+Then (issue 33) the cost of an upload against change points waiting on the daily limit: a
+daemon of its own gets `--waiting-jobs` CI jobs (distinct ranges of one recipe), then
+`--uploads-per-size` uploads of 3 rows to an unrelated series are timed; then `--waiting` series
+each regress at one commit (their project's max_bisections_per_day is 0, so every change point
+waits), and the same uploads are timed again. `--only-waiting` runs this probe alone.
 Figures are printed, not asserted: they depend on the machine.
 """
 
@@ -32,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import signal
 import socket
 import sqlite3
@@ -162,6 +168,89 @@ def _fill(url: str, project: str, series: int, shas: list[str], batch: int = 400
             raise SystemExit(f"filling {project}: POST /v1/results answered {status}")
 
 
+WAITING_LINE = 44  # commits of the waiting probe's repository
+WAITING_STEP = 36  # where its series regress (the CI jobs' ranges all lie before it)
+
+
+def _waiting_probe(root: Path, points: int, jobs: int, uploads: int) -> dict[str, object]:
+    """Upload times with no change point waiting and with `points` waiting, `jobs` jobs queued."""
+    shas = _repo(root / "wrepo", WAITING_LINE)
+    (root / "wsecret").write_text(SECRET)
+    (root / "w.toml").write_text(
+        f'[history.projects.w]\nrepo = "{root / "wrepo"}"\nbranch = "main"\nmax_bisections_per_day = 0\n'
+        'map = [ { pattern = "w*", recipe = "demo.toml" } ]\n'
+    )
+    state = root / "wstate"
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "attrib", "daemon", "--state", str(state), "--secret-file", str(root / "wsecret"),
+         "--port", "0", "--workers", "0", "--recipes-dir", str(root / "recipes"), "--max-queue", str(jobs + 100),
+         "--config", str(root / "w.toml")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(1200):
+            if (state / "daemon.json").exists():
+                break
+            time.sleep(0.05)
+        url = json.loads((state / "daemon.json").read_text())["url"]
+        pairs = [(g, b) for b in range(1, WAITING_STEP - 1) for g in range(b)][:jobs]
+
+        def flag(pair: tuple[int, int]) -> int:
+            body = json.dumps({"repo": str(root / "wrepo"), "good": shas[pair[0]], "bad": shas[pair[1]], "recipe": "demo.toml"}).encode()
+            req = urllib.request.Request(url + "/v1/regressions", data=body, method="POST", headers={SIGNATURE_HEADER: sign(body, SECRET)})
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return int(resp.status)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            flagged = list(pool.map(flag, pairs))
+
+        def timed(tag: str) -> list[float]:
+            times = []
+            for k in range(uploads):
+                rows = [(shas[j], "x-unrelated", 1.0 + 0.001 * k + 0.0001 * j) for j in range(3)]
+                status, took = _post_results(url, "w", _csv(rows), f"{tag}-{k}.csv")
+                if status != 200:
+                    raise SystemExit(f"waiting probe: an upload answered {status}")
+                times.append(took)
+            return times
+
+        none_waiting = timed("none")
+        batch = 25
+        filling = []
+        for start in range(0, points, batch):
+            rows = [(shas[j], f"w{i:04d}", (1.3 if j >= WAITING_STEP else 1.0) * (1 + 0.01 * random.Random(i * 1000 + j).gauss(0, 1)))
+                    for i in range(start, min(points, start + batch)) for j in range(WAITING_LINE)]  # fmt: skip
+            status, took = _post_results(url, "w", _csv(rows), f"fill-{start}.csv")
+            if status != 200:
+                raise SystemExit(f"waiting probe: filling answered {status}")
+            filling.append(took)
+        with_waiting = timed("waiting")
+        conn = sqlite3.connect(state / "state.db")
+        try:
+            waiting = conn.execute("SELECT COUNT(*) FROM history_changes WHERE flag = 'rate_limited'").fetchone()[0]
+            njobs = conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+        finally:
+            conn.close()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=120)
+    return {"jobs": njobs, "flagged": sorted(set(flagged)), "waiting": waiting, "none": none_waiting,
+            "with": with_waiting, "filling": filling}  # fmt: skip
+
+
+def _print_waiting(w: dict[str, object], points: int) -> None:
+    none, wait, filling = w["none"], w["with"], w["filling"]
+    assert isinstance(none, list) and isinstance(wait, list) and isinstance(filling, list)
+    print(f"waiting probe: {w['jobs']} jobs (flag answers {w['flagged']}), {w['waiting']} change points waiting on the daily limit"
+          f" (of {points} series)")
+    print(f"upload of 3 rows to an unrelated series, no change point waiting: median {_percentile(none, 0.5) * 1000:.0f} ms"
+          f" (min {min(none) * 1000:.0f}, max {max(none) * 1000:.0f}; {len(none)} uploads)")
+    print(f"the same with {w['waiting']} waiting: median {_percentile(wait, 0.5) * 1000:.0f} ms"
+          f" (min {min(wait) * 1000:.0f}, max {max(wait) * 1000:.0f}; {len(wait)} uploads)")
+    print(f"the {len(filling)} uploads that made them wait (25 series each): {sum(filling):.1f} s in all,"
+          f" the last {filling[-1] * 1000:.0f} ms")
+
+
 def _counts(state: Path) -> tuple[int, int]:
     conn = sqlite3.connect(state / "state.db")
     try:
@@ -183,7 +272,20 @@ def main() -> int:
     ap.add_argument("--index-series", type=int, default=10_000, help="series of the project whose index is fetched")
     ap.add_argument("--sizes", default="10,1000,10000", help="project sizes (series) for the upload times")
     ap.add_argument("--uploads-per-size", type=int, default=5)
+    ap.add_argument("--waiting", type=int, default=300, help="change points waiting on the daily limit (issue 33)")
+    ap.add_argument("--waiting-jobs", type=int, default=300, help="CI jobs queued beside them")
+    ap.add_argument("--only-waiting", action="store_true", help="run only the waiting probe")
     args = ap.parse_args()
+    if args.only_waiting:
+        with tempfile.TemporaryDirectory(prefix="attrib-burst-") as tmp:
+            (Path(tmp) / "recipes").mkdir()
+            from attrib.demo import DEMO_RECIPE
+
+            (Path(tmp) / "recipes" / "demo.toml").write_text(DEMO_RECIPE)
+            w = _waiting_probe(Path(tmp), args.waiting, args.waiting_jobs, args.uploads_per_size)
+        print(f"# attrib daemon burst (waiting probe): {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+        _print_waiting(w, args.waiting)
+        return 0
     with tempfile.TemporaryDirectory(prefix="attrib-burst-") as tmp:
         root = Path(tmp)
         shas = _repo(root / "repo", args.distinct + 1)
@@ -309,6 +411,7 @@ def main() -> int:
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=60)
+        waiting = _waiting_probe(root, args.waiting, args.waiting_jobs, args.uploads_per_size)
     accepted = statuses.count(202)
     print(f"# attrib daemon burst: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"flags sent: {args.flags} from {args.threads} threads, {args.distinct} distinct ranges")
@@ -341,6 +444,7 @@ def main() -> int:
         print(f"upload of 3 rows to a {n}-series project: median {_percentile(times, 0.5) * 1000:.0f} ms"
               f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}; {len(times)} uploads)")
     print(f"upload answers: {sorted(upload_statuses)}")
+    _print_waiting(waiting, args.waiting)
     ok = accepted == args.flags == flags and jobs == args.distinct and stored_by_uploads == 0
     print("check: every flag accepted and stored, one job per range, nothing stored by the uploads: " + ("yes" if ok else "NO"))
     return 0 if ok else 1

@@ -166,3 +166,61 @@ def _send_get(d: Daemon, path: str, authorization: str) -> tuple[int, Any, dict[
     headers = {k.lower(): v for k, v in {"Authorization": authorization}.items()}
     status, body, h = _send(urllib.request.Request(d.url + path, headers=headers))
     return status, body, {k.lower(): v for k, v in h.items()}
+
+
+# --- issue 33, point 4: waiting change points cost what they touch, and expire ------------------------
+
+
+def _waiting(d: Daemon, tree, points: int, jobs: int) -> list[str]:
+    """`points` series regressing at STEP, all waiting on a daily limit of 0, and `jobs` CI jobs
+    of the same recipe over ranges before the step (none covers the points)."""
+    line = first_parent(tree.path)
+    pairs = [(g, b) for b in range(1, STEP - 1) for g in range(b)][:jobs]
+    assert len(pairs) == jobs
+    for g, b in pairs:
+        status, answer, _ = d.flag({"repo": str(tree.path), "good": line[g], "bad": line[b], "recipe": "demo.toml"})
+        assert status == 202 and answer["duplicate_of"] is None, answer
+    files = {f"w{i}.csv": csv_text(line, levels(N, STEP, 1.3, seed=40 + i), benchmark=f"loop-w{i}") for i in range(points)}
+    status, answer = _post(d, files)
+    assert status == 200 and [f["flag"] for f in answer["flags"]] == ["rate_limited"] * points, answer["flags"]
+    return line
+
+
+def test_an_upload_reads_the_jobs_once_whatever_waits(tmp_path: Path, tree, monkeypatch):
+    """The old upload read every job (results parsed) once per waiting change point, and wrote
+    each point again: 20 points x 30 jobs made 20 reads of 30 jobs and 20 writes. Counted here,
+    not timed: an upload to an unrelated series reads the jobs at most once and rewrites no
+    point whose decision did not change."""
+    from attrib.daemon.store import Store
+
+    with running(_settings(tmp_path, tree, max_bisections_per_day=0)) as d:
+        line = _waiting(d, tree, points=20, jobs=30)
+        reads, writes = [], []
+        for name in ("jobs", "ranges"):
+            if hasattr(Store, name):
+                original = getattr(Store, name)
+                monkeypatch.setattr(Store, name, lambda self, *a, _o=original, **k: reads.append(1) or _o(self, *a, **k))
+        settle = HistoryStore.settle_waiting
+        monkeypatch.setattr(HistoryStore, "settle_waiting", lambda self, *a, **k: writes.append(1) or settle(self, *a, **k))
+        status, answer = _post(d, {"other.csv": csv_text(line[:3], [1.0, 1.0, 1.0], benchmark="unrelated")})
+        assert status == 200
+        assert len(reads) <= 1 and writes == [], (len(reads), len(writes))
+        assert answer["flags"] == [], answer
+
+
+def test_waiting_change_points_expire_after_a_week(tmp_path: Path, tree):
+    from attrib.history.store import WAITING_EXPIRY_S, FlagState
+
+    assert WAITING_EXPIRY_S == 7 * DAY_S  # the documented time (docs/history.md)
+    settings = _settings(tmp_path, tree, max_bisections_per_day=0)
+    with running(settings) as d:
+        line = _waiting(d, tree, points=2, jobs=0)
+        nightly = Nightly(d.store, settings)
+        project = settings.history.projects["demo"]
+        soon = nightly.flag_pending(project, tree.path, line, now=__import__("time").time() + WAITING_EXPIRY_S - 60)
+        assert soon == []  # still waiting, for the same reason: nothing new to say
+        later = nightly.flag_pending(project, tree.path, line, now=__import__("time").time() + WAITING_EXPIRY_S + 60)
+        assert [f["flag"] for f in later] == ["expired", "expired"] and "7 days" in later[0]["note"]
+        assert HistoryStore(settings.db_path).waiting_changes("demo") == []
+        states = {c.flag for s in HistoryStore(settings.db_path).series("demo") for c in HistoryStore(settings.db_path).changes(s.id)}
+        assert states == {FlagState.EXPIRED}

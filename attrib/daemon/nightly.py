@@ -25,6 +25,7 @@ import json
 import logging
 import sqlite3
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,41 +146,51 @@ class Nightly:
         """Decide every change point still waiting. Those to bisect are grouped first (one recipe,
         overlapping ranges: flagging.groups); a group joins a queued job of an overlapping range
         inside its grouping window, or is queued as one job of all its benchmarks, which takes
-        one of the day's bisections (the first point `queued`, the others `grouped`)."""
+        one of the day's bisections (the first point `queued`, the others `grouped`).
+
+        Waiting points cost what they touch (issue 33): the jobs that may cover them are read
+        once per upload and recipe, without their results; while the day's limit is used up only
+        points never decided are read (a rate-limited one would be rate limited again); a point
+        whose decision did not change is neither rewritten nor reported; a point waiting longer
+        than WAITING_EXPIRY_S (a week) expires first."""
         now = time.time() if now is None else now
+        out = [_decided(b, c, Decision(c.flag, None, None, c.note)) for b, c in self.history.expire_waiting(project.name, now)]
         pos = {sha: i for i, sha in enumerate(commits)}
-        out: list[dict[str, Any]] = []
         to_queue: list[tuple[Series, Change, Span, Decision]] = []
-        for s, c in self.history.waiting_changes(project.name):
+        jobs: dict[str, _JobIndex] = {}  # per recipe, read once
+        full = self.history.queued_since(project.name, now - DAY_S) >= project.max_bisections_per_day
+        for s, c in self.history.waiting_changes(project.name, new_only=full):
             if c.before not in pos or c.after not in pos:
                 continue
             span = Span(pos[c.before], pos[c.after])
             rule = project.rule_for(s.benchmark)
-            covered = self._covered(rule, rule.member(s.benchmark), repo_path, pos) if rule else []
+            if rule is not None and rule.recipe not in jobs:
+                jobs[rule.recipe] = self._jobs(rule, repo_path, pos)
+            covered = jobs[rule.recipe].covering(rule.member(s.benchmark)) if rule else []
             regression = c.direction == ChangeDirection.REGRESSION.value
             d = decide(project, s.benchmark, regression, span, covered, 0)  # the day's limit: per group, below
             if d.state is FlagState.QUEUED:
                 to_queue.append((s, c, span, d))
-            elif self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
-                out.append(_decided(s, c, d))
+            else:
+                out += self._settle([(s, c, span, d)], d, d, now)
         for group in groups([(d.rule.recipe if d.rule else "", span) for _, _, span, d in to_queue]):
             out += self._queue_group(project, [to_queue[i] for i in group], commits, now)
         return out
 
-    def _covered(self, rule: MapRule, member: str | None, repo_path: Path, pos: dict[str, int]) -> list[Covered]:
+    def _jobs(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> _JobIndex:
         """Jobs (open or earlier, from CI or from the history) of the same repository and recipe
-        that bisect `member` (None: the recipe's one benchmark) over a range on the line: a change
-        point inside one is not bisected again."""
+        over a range on the line, by the benchmarks they bisect: a change point inside one is not
+        bisected again. Read once per upload and recipe, without their results."""
         recipe = str((self.settings.recipes_dir / rule.recipe).resolve())
-        jobs = [j for j in self.store.jobs(1000) if j.repo_path == str(repo_path) and j.recipe == recipe]
+        jobs = [j for j in self.store.ranges(str(repo_path), recipe) if j.good in pos and j.bad in pos]
         members = self.store.members([j.id for j in jobs])
-        out = []
+        index = _JobIndex()
         for j in jobs:
-            if member and member not in members.get(j.id, [j.benchmark]):
-                continue
-            if j.good in pos and j.bad in pos:
-                out.append(Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag"))
-        return out
+            covered = Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag")
+            index.every.append(covered)
+            for name in members.get(j.id, [j.benchmark]):
+                index.by_member.setdefault(name, []).append(covered)
+        return index
 
     def _queue_group(self, project: ProjectConfig, points: list[tuple[Series, Change, Span, Decision]], commits: list[str], now: float) -> list[dict[str, Any]]:
         """Validate the group's flag, then join a queued job of an overlapping range, or claim the
@@ -254,13 +265,27 @@ class Nightly:
         out = []
         for i, (s, c, _, _) in enumerate(points):
             d = first if i == 0 else rest
+            if (d.state, d.job_id, d.note) == (c.flag, c.job_id, c.note):
+                continue  # still waiting, for the same reason: nothing to write or report
             if self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
                 out.append(_decided(s, c, d))
         return out
 
 
-def _decided(s: Series, c: Change, d: Decision) -> dict[str, Any]:
-    return {"benchmark": s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note}
+@dataclass
+class _JobIndex:
+    """One recipe's jobs as covered ranges: all of them, and by the benchmarks each bisects."""
+
+    every: list[Covered] = field(default_factory=list)
+    by_member: dict[str, list[Covered]] = field(default_factory=dict)
+
+    def covering(self, member: str | None) -> list[Covered]:
+        """The jobs that bisect `member` (None: the recipe's one benchmark, so every job)."""
+        return self.every if member is None else self.by_member.get(member, [])
+
+
+def _decided(s: Series | str, c: Change, d: Decision) -> dict[str, Any]:
+    return {"benchmark": s if isinstance(s, str) else s.benchmark, "before": c.before, "after": c.after, "flag": d.state.value, "job": d.job_id, "note": d.note}
 
 
 def base_url(settings: Settings) -> str:

@@ -69,6 +69,17 @@ class Accepted:
         return {"id": self.job_id, "duplicate_of": self.duplicate_of, "flag": self.flag_id}
 
 
+@dataclass(frozen=True)
+class JobRange:
+    """A job as a range of one benchmark (Store.ranges)."""
+
+    id: str
+    benchmark: str
+    good: str
+    bad: str
+    state: JobState
+
+
 class Store(GroupQueries):
     kind = "state database"
 
@@ -193,6 +204,17 @@ class Store(GroupQueries):
         with self._errors("list jobs"):
             rows = self._conn().execute(sql, params).fetchall()
         return [Job.from_row(r) for r in rows]
+
+    def ranges(self, repo_path: str, recipe: str, limit: int = 1000) -> list[JobRange]:
+        """The newest `limit` jobs of one repository and recipe as ranges, without their results
+        (Job.from_row parses every result document): what deciding a change point reads."""
+        with self._errors("list job ranges"):
+            rows = self._conn().execute(
+                "SELECT id, benchmark, good, bad, state FROM jobs WHERE repo_path = ? AND recipe = ?"
+                " ORDER BY created DESC, rowid DESC LIMIT ?",
+                (repo_path, recipe, limit),
+            ).fetchall()
+        return [JobRange(r["id"], r["benchmark"], r["good"], r["bad"], JobState(r["state"])) for r in rows]
 
     def counts(self) -> dict[str, int]:
         """Rows per table and jobs per state: the status page and the tests read these."""

@@ -37,6 +37,10 @@ _MIGRATIONS = {
     "2": ("ALTER TABLE history_series ADD COLUMN scale TEXT",),
 }  # fmt: skip
 DEFAULT_BUSY_TIMEOUT_S = 10.0
+# A change point waits for a bisection (detected, or rate limited by the daily cap) at most this
+# long after it was detected; then it is marked expired and no upload looks at it again: a
+# backlog larger than the cap can ever clear must not be carried by every upload forever.
+WAITING_EXPIRY_S = 7 * 86_400.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -111,6 +115,7 @@ class FlagState(StrEnum):
     DUPLICATE = "duplicate"  # an open job or an earlier flag covers an overlapping range: job_id
     GROUPED = "grouped"  # joined the group job of an overlapping range (queued once, counted once): job_id
     REFUSED = "refused"  # the flag did not validate (note says why): not retried
+    EXPIRED = "expired"  # waited WAITING_EXPIRY_S without a bisection (note says since when): not retried
 
     @property
     def retried(self) -> bool:
@@ -321,10 +326,11 @@ class HistoryStore(SqliteStore):
         with self._errors("record a series' scale"), self._write() as c:
             c.execute("UPDATE history_series SET scale = ? WHERE id = ? AND scale IS NOT ?", (scale.value, series_id, scale.value))
 
-    def waiting_changes(self, project: str) -> list[tuple[Series, Change]]:
-        """Change points of `project` still waiting for a flag decision (FlagState.retried),
-        found through the index on flag: not by walking every series."""
-        waiting = [f.value for f in FlagState if f.retried]
+    def waiting_changes(self, project: str, new_only: bool = False) -> list[tuple[Series, Change]]:
+        """Change points of `project` still waiting for a flag decision (FlagState.retried; with
+        `new_only`, those never decided: DETECTED), found through the index on flag: not by
+        walking every series."""
+        waiting = [FlagState.DETECTED.value] if new_only else [f.value for f in FlagState if f.retried]
         with self._errors("read change points"):
             rows = self._conn().execute(
                 "SELECT h.*, s.project, s.benchmark, s.config, s.unit, s.direction AS series_direction, s.scale"
@@ -418,6 +424,23 @@ class HistoryStore(SqliteStore):
                 "UPDATE history_changes SET flag = ?, job_id = ?, note = ?, flagged_at = ? WHERE id = ?",
                 (flag.value, job_id, note, time.time() if now is None else now, change_id),
             )
+
+    def expire_waiting(self, project: str, now: float, expiry_s: float = WAITING_EXPIRY_S) -> list[tuple[str, Change]]:
+        """Mark `project`'s change points detected more than `expiry_s` ago and still waiting
+        as EXPIRED (one statement, through the index on flag): (benchmark, change) of each."""
+        waiting = [f.value for f in FlagState if f.retried]
+        note = f"waited {expiry_s / 86_400.0:g} days for a bisection (the daily limit) and expired; not retried"
+        with self._errors("expire waiting change points"), self._write() as c:
+            rows = c.execute(
+                "UPDATE history_changes SET flag = ?, note = ?, flagged_at = ?"
+                f" WHERE flag IN ({', '.join('?' * len(waiting))}) AND detected_at < ?"
+                " AND series_id IN (SELECT id FROM history_series WHERE project = ?) RETURNING *",
+                (FlagState.EXPIRED.value, note, now, *waiting, now - expiry_s, project),
+            ).fetchall()
+            names = {r["id"]: r["benchmark"] for r in c.execute(
+                f"SELECT id, benchmark FROM history_series WHERE id IN ({', '.join('?' * len(rows))})", [r["series_id"] for r in rows]
+            )} if rows else {}  # fmt: skip
+        return [(names[r["series_id"]], _change(r)) for r in rows]
 
     def settle_waiting(self, change_id: int, flag: FlagState, job_id: str | None = None, note: str = "", now: float | None = None) -> bool:
         """set_flag, only while the change point is still waiting for a decision: an upload
