@@ -58,3 +58,27 @@ def test_gitline_resolves_the_lines_commits_from_its_one_rev_list(line: GitLine,
     assert [line.resolve(s[:12]) for s in shas] == shas
     assert calls == []
     assert line.resolve("HEAD") == real("HEAD") and calls == ["HEAD"]
+
+
+def test_a_schema_2_database_gains_the_scale_column(tmp_path: Path):
+    """Issue 33: history_series.scale. A database of schema 2 (as main wrote it) is migrated
+    on open; its series read as not yet detected (scale None) until their next detection."""
+    import sqlite3
+
+    from attrib.history.schema import HISTORY_SCHEMA
+    from attrib.history.store import HistoryStore
+
+    db = tmp_path / "h.db"
+    HistoryStore(db).close()
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("INSERT INTO history_series (project, benchmark, config, unit, direction) VALUES ('p', 'b', '{}', 's', 'lower')")
+        conn.execute("ALTER TABLE history_series DROP COLUMN scale")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'history_schema'")
+    conn.close()
+    store = HistoryStore(db)
+    [series] = store.series("p")
+    assert series.scale is None and HISTORY_SCHEMA == 3
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone() == ("3",)
+    conn.close()

@@ -119,7 +119,7 @@ class DetectScale(StrEnum):
     DIFFERENCE = "difference"
 
 
-def detect_scale(values: Sequence[float]) -> DetectScale:
+def detect_scale(values: Sequence[float] | np.ndarray) -> DetectScale:
     """The scale detect reads `values` on: ratios when every finite value is > 0."""
     raw = np.asarray(values, dtype=float)
     return DetectScale.RATIO if bool(np.all(raw[np.isfinite(raw)] > 0)) else DetectScale.DIFFERENCE

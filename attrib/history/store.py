@@ -1,5 +1,6 @@
 """The nightly history: benchmark results per (project, benchmark, configuration, commit, time)
-and the change points decided on them, in SQLite. The schema is stated here and nowhere else.
+and the change points decided on them, in SQLite. The schema is stated in history/schema.py
+and nowhere else.
 
 The daemon keeps these tables in its own database (--state/state.db, next to the jobs they
 lead to); the CLI in a file of its own (`attrib history add --db`). A file is ingested in one
@@ -25,84 +26,14 @@ from typing import Any
 from attrib.core.detect import DetectScale
 from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
+from attrib.history.schema import HISTORY_SCHEMA, INDEXES, MIGRATIONS, SCHEMA
 from attrib.sqlite import SqliteStore
 
-HISTORY_SCHEMA = 3  # meta key 'history_schema'; the daemon's own tables have their own version
-# From version N to N + 1. 1 -> 2 (issue 20): history_series.pending and the indexes on it and
-# on history_changes.flag. 2 -> 3 (issue 33): history_series.scale, the scale detection read it
-# on (NULL until its next detection).
-_MIGRATIONS = {
-    "1": ("ALTER TABLE history_series ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
-          "UPDATE history_series SET pending = 1"),  # detected again once: cheap, and nothing is missed
-    "2": ("ALTER TABLE history_series ADD COLUMN scale TEXT",),
-}  # fmt: skip
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 # A change point waits for a bisection (detected, or rate limited by the daily cap) at most this
 # long after it was detected; then it is marked expired and no upload looks at it again: a
 # backlog larger than the cap can ever clear must not be carried by every upload forever.
 WAITING_EXPIRY_S = 7 * 86_400.0
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
--- One series per (project, benchmark, configuration): config is canonical JSON (sorted keys).
-CREATE TABLE IF NOT EXISTS history_series (
-    id INTEGER PRIMARY KEY,
-    project TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    config TEXT NOT NULL,
-    unit TEXT NOT NULL,
-    direction TEXT NOT NULL,
-    pending INTEGER NOT NULL DEFAULT 0, -- > 0: rows stored since its last successful detection
-    scale TEXT,                        -- DetectScale its last detection read it on (NULL: none yet)
-    UNIQUE (project, benchmark, config)
-);
--- Every file ingested. digest = sha256 of the project and the file's rows (idempotency).
-CREATE TABLE IF NOT EXISTS history_files (
-    digest TEXT PRIMARY KEY,
-    project TEXT NOT NULL,
-    name TEXT NOT NULL,
-    format TEXT NOT NULL,
-    received REAL NOT NULL,
-    rows INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS history_results (
-    file_digest TEXT NOT NULL REFERENCES history_files (digest),
-    row TEXT NOT NULL,             -- where in the file (CSV row, JSON path)
-    series_id INTEGER NOT NULL REFERENCES history_series (id),
-    commit_sha TEXT NOT NULL,      -- full sha, resolved at ingestion
-    value REAL NOT NULL,
-    measured_at REAL NOT NULL,     -- the file's timestamp, else when it was received
-    PRIMARY KEY (file_digest, row)
-);
-CREATE INDEX IF NOT EXISTS history_results_by_series ON history_results (series_id, commit_sha);
--- A decided change point: between two consecutive measured commits of the series' line.
-CREATE TABLE IF NOT EXISTS history_changes (
-    id INTEGER PRIMARY KEY,
-    series_id INTEGER NOT NULL REFERENCES history_series (id),
-    before_sha TEXT NOT NULL,
-    after_sha TEXT NOT NULL,
-    direction TEXT NOT NULL,       -- ChangeDirection
-    change_pct REAL NOT NULL,
-    ci_lo REAL NOT NULL,
-    ci_hi REAL NOT NULL,
-    p_value REAL NOT NULL,
-    before_mean REAL NOT NULL,
-    after_mean REAL NOT NULL,
-    detected_at REAL NOT NULL,
-    recovered_sha TEXT,            -- first commit of the segment that went back, once seen
-    flag TEXT NOT NULL,            -- FlagState
-    job_id TEXT,                   -- the bisection (queued, or the one it duplicates)
-    note TEXT NOT NULL DEFAULT '',
-    flagged_at REAL,
-    UNIQUE (series_id, before_sha, after_sha)
-);
-"""
-# Created after the tables (and after a migration added the column they name).
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS history_series_pending ON history_series (project, pending);
-CREATE INDEX IF NOT EXISTS history_changes_by_flag ON history_changes (flag);
-"""
-
 
 class FlagState(StrEnum):
     """What became of a change point on its way to a bisection (attrib/history/flagging.py)."""
@@ -210,22 +141,22 @@ class HistoryStore(SqliteStore):
         super().__init__(path, busy_timeout_s)
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._errors("open"), self._write() as c:
-            for stmt in _SCHEMA.split(";"):
+            for stmt in SCHEMA.split(";"):
                 if stmt.strip():
                     c.execute(stmt)
             row = c.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone()
             if row is None:
                 c.execute("INSERT INTO meta VALUES ('history_schema', ?)", (str(HISTORY_SCHEMA),))
-            elif row[0] in _MIGRATIONS:
+            elif row[0] in MIGRATIONS:
                 version = row[0]
-                while version in _MIGRATIONS:
-                    for stmt in _MIGRATIONS[version]:
+                while version in MIGRATIONS:
+                    for stmt in MIGRATIONS[version]:
                         c.execute(stmt)
                     version = str(int(version) + 1)
                 c.execute("UPDATE meta SET value = ? WHERE key = 'history_schema'", (str(HISTORY_SCHEMA),))
             elif row[0] != str(HISTORY_SCHEMA):
                 raise StateError(f"history database {path}: history schema {row[0]}, this attrib reads {HISTORY_SCHEMA}")
-            for stmt in _INDEXES.split(";"):
+            for stmt in INDEXES.split(";"):
                 if stmt.strip():
                     c.execute(stmt)
 
