@@ -27,16 +27,17 @@ the search stops when it is spent and reports the smallest range it proved.
 from __future__ import annotations
 
 import math
-import random
+import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 
-from attrib.core.model import Note, NoteKind, Purpose, RollRelation, SearchMethod, Status, Step, Verdict
-from attrib.core.stats import TestConfig, min_change_shift
-from attrib.evaluate.evaluation import Builder, Comparison, Evaluation
+from attrib.core.model import Note, NoteKind, RollRelation, SearchMethod, Status, Step, Verdict
+from attrib.core.stats import TestConfig
+from attrib.evaluate.evaluation import Stage
+from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import Runner
-from attrib.events import Events
+from attrib.evaluate.twins import Builder
+from attrib.events import Events, NullEvents
 from attrib.outcome import (
     CommitGraph,
     Culprit,
@@ -58,69 +59,67 @@ from attrib.segment.scope import Evidence, Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
 
+def bisection(
+    repo: CommitGraph,
+    builder: Builder,
+    runner: Runner,
+    bench: BenchmarkSpec,
+    config: TestConfig,
+    seed: int,
+    events: Events | None = None,
+    *,
+    method: SearchMethod = SearchMethod.POSTERIOR,
+    probes: int = 1,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Bisection:
+    """A driver over a fresh evaluation stage of `repo` (simulated or local ones: the simulation,
+    the tests and benchmarks; job.py builds its own with the executor's round context)."""
+    stage = Stage(method, runner, bench, config, seed, events, probes, deadline=deadline, clock=clock)
+    return Bisection(repo, stage.over(repo, builder), bench, events, method=method, probes=probes)
+
+
 def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
     """Whether a commit's changed files fall under any of `paths` (a directory or a file)."""
     return any(f == p.rstrip("/") or f.startswith(p.rstrip("/") + "/") for f in files for p in paths)
 
 
 class Bisection:
+    """The driver of one bisection over the evaluation stage it is handed (`evidence`)."""
+
     def __init__(
         self,
         repo: CommitGraph,
-        builder: Builder,
-        runner: Runner,
+        evidence: Evidence,
         bench: BenchmarkSpec,
-        config: TestConfig,
-        seed: int,
         events: Events | None = None,
         *,
+        method: SearchMethod = SearchMethod.POSTERIOR,
         probes: int = 1,
         reverter: Reverter | None = None,
-        round_context: Callable[[], AbstractContextManager[object]] | None = None,
         paths: Sequence[str] = (),
-        deadline: float | None = None,
-        clock: Callable[[], float] | None = None,
-        method: SearchMethod = SearchMethod.POSTERIOR,
         dependencies: Dependencies | None = None,
+        inside: Callable[[CommitGraph, Builder], Evidence] | None = None,
         prebuilt: frozenset[str] = frozenset(),
     ) -> None:
         self.repo = repo
+        self.evidence = evidence
         self.dependencies = dependencies
-        # what a descent into a roll builds its own bisection with (the same search, inside)
-        self._inner = (runner, bench, config, seed, events, probes, round_context, deadline, clock, method)
-        self.bench = bench
+        # the evaluation a descent into a roll bisects the dependency over (the same stage)
+        self.inside = inside
         self.method = method
-        ignore = min_change_shift(bench.ignore_pct)
-        if method is SearchMethod.POSTERIOR:
-            # The indifference zone decides every comparison: <= ignore is GOOD, >= the minimum BAD.
-            config = replace(config, size_check=False, ignore=ignore)
-        else:
-            # Every "bad" the search reads is sized: below the minimum change it is a smaller step.
-            config = replace(config, size_check=True)
-        self.config = config
         self.reverter = reverter
         self.paths = tuple(paths)
-        extra = {"clock": clock} if clock is not None else {}
-        probes = max(1, probes)
-        self.evaluation = Evaluation(
-            repo, builder, runner, bench, config, random.Random(seed), events, build_width=probes,
-            round_context=round_context, deadline=deadline, adapt_blocks=method is SearchMethod.POSTERIOR,
-            **extra,  # type: ignore[arg-type]
-        )  # fmt: skip
-        self.evidence: Evidence = self.evaluation  # what the driver asks of it: segment/scope.py
-        self.scope = Scope(self.evidence, bench, config, self.evaluation.events, probes)
-        self.scope.prebuilt = prebuilt  # [build] prebuilt: what the search may have cheaper
+        # [build] prebuilt: the commits of the range whose binary CI published, cheaper to have
+        self.scope = Scope(evidence, bench, events or NullEvents(), max(1, probes), prebuilt)
         self.segments: SegmentSearch = (
-            PosteriorSearch(self.scope, ignore) if method is SearchMethod.POSTERIOR else SequentialSearch(self.scope)
+            PosteriorSearch(self.scope, self.scope.config.ignore) if method is SearchMethod.POSTERIOR else SequentialSearch(self.scope)
         )
         self.smaller: list[SmallerStep] = []
         self.untouched: list[str] = []
         self.order: list[str] = []
         self.unresolved: list[Unresolved] = []
         self.remaining = RemainingChange(self.scope, method is SearchMethod.POSTERIOR)
-
-    def compare(self, candidate: str, reference: str, purpose: Purpose, config: TestConfig | None = None) -> Comparison:
-        return self.scope.compare_one(candidate, reference, purpose, config)
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> Outcome:
         return self.finish(good, bad, self.start(good, bad), verify_revert)
@@ -138,7 +137,7 @@ class Bisection:
         """Steps 2-5 after the preflight `pre`, and the outcome."""
         if pre.status is not None:
             return self._outcome(pre.status, good, bad, [], pre.comparison)
-        self.remaining.total = pre.comparison
+        self.remaining.start(pre.comparison)
         culprits = self.find_culprits(self.order[1:], good, pre.comparison)
         if verify_revert:
             culprits = [replace(c, revert=revert_check(self.scope, self.reverter, c.commit, bad)) for c in culprits]
@@ -187,11 +186,11 @@ class Bisection:
                 self.scope.note(Note(NoteKind.SMALLER_STEP, (found.commit,), value=size_p))
             mark = len(culprits)
             if isinstance(found, SmallerStep):
-                self.remaining.found.append(found.confirmation)
+                self.remaining.located(found.confirmation)
             else:
                 inner = self.descend(found)
                 if inner == [found]:  # a merge's inner culprits counted their own steps
-                    self.remaining.found.append(found.confirmation)
+                    self.remaining.located(found.confirmation)
                 culprits.extend(self.into_rolls(c) for c in inner)
             if self.method is SearchMethod.POSTERIOR and found.last_good != reference:
                 # the posterior finds the largest step, not the first: the stretch before it
@@ -208,7 +207,7 @@ class Bisection:
 
     def descend(self, found: Culprit) -> list[Culprit]:
         """A merge culprit stands for the commits it brought in: name the one inside."""
-        info = self.evidence.record(found.commit).info
+        info = self.repo.info(found.commit)
         if not info.is_merge or found.ambiguous_with:
             return [found]
         first, second = info.parents[0], info.parents[1]
@@ -234,18 +233,17 @@ class Bisection:
         dependency (a Bisection of its own over the dependency's graph and a builder of the
         superproject at the roll's parent with the dependency at each candidate); a roll that
         cannot be searched is kept with why."""
-        if self.dependencies is None or found.ambiguous_with:
+        if self.dependencies is None or self.inside is None or found.ambiguous_with:
             return found
         rolls = []
         for src in self.dependencies.rolls(found.commit):
             if src.relation is not RollRelation.FORWARD or src.graph is None or src.builder is None:
                 rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why))
                 continue
-            runner, bench, config, seed, events, probes, round_context, deadline, clock, method = self._inner
             self.scope.phase(Step.ROLL, (found.commit, src.old, src.new), len(src.graph.first_parent_chain(src.old, src.new)))
             inside = Bisection(
-                src.graph, src.builder, runner, bench, config, seed, events, probes=probes, round_context=round_context,
-                deadline=deadline, clock=clock, method=method, dependencies=src.inner,
+                src.graph, self.inside(src.graph, src.builder), self.scope.bench, self.scope.events, method=self.method,
+                probes=self.scope.probes, dependencies=src.inner, inside=self.inside,
             )  # fmt: skip
             rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why, inside.run(src.old, src.new)))
         return replace(found, rolls=tuple(rolls)) if rolls else found
@@ -262,7 +260,7 @@ class Bisection:
             verdicts=dict(self.scope.verdicts),
             commits=account.commits,
             order=tuple(self.order),
-            notes=tuple(self.scope.notes),
+            notes=self.scope.notes,
             unresolved=tuple(self.unresolved),
             drift=account.drift,
             rounds=account.rounds,

@@ -18,6 +18,7 @@ rounds. A group of one is a `Bisection`, exactly as before.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 from attrib.bisection import Bisection
 from attrib.core.model import SearchMethod
 from attrib.core.stats import TestConfig
-from attrib.evaluate.evaluation import Builder
+from attrib.evaluate.evaluation import Stage
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.shared import SharedBuilder, SharedRuns
+from attrib.evaluate.twins import Builder
 from attrib.events import Events
 from attrib.outcome import CommitGraph, Dependencies, Found, GroupOutcome, Member, Reverter
 from attrib.recipe import BenchmarkSpec
@@ -93,10 +95,13 @@ class GroupBisection:
         shared = SharedBuilder(builder)
         self.members: dict[Member, Bisection] = {}
         for i, (m, run) in enumerate(members.items()):
+            stage = Stage(
+                method, run.runner, run.bench, config, seed + i, events, probes, run.round_context, deadline,
+                clock or time.monotonic,
+            )  # fmt: skip
             self.members[m] = Bisection(
-                repo, shared, run.runner, run.bench, config, seed + i, events, probes=probes, reverter=reverter,
-                round_context=run.round_context, paths=paths, deadline=deadline, clock=clock, method=method,
-                dependencies=dependencies,
+                repo, stage.over(repo, shared), run.bench, events, method=method, probes=probes, reverter=reverter,
+                paths=paths, dependencies=dependencies, inside=stage.over,
             )  # fmt: skip
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:

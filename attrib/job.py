@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import assert_never
 
 from attrib.bisection import Bisection
-from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, VerifyMode
+from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, SearchMethod, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.checkouts import Checkouts
+from attrib.evaluate.evaluation import Stage
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
@@ -228,11 +229,12 @@ def run_bisect(
                 ),
             )
         else:
+            method = p.recipe.search_method
+            stage = Stage(method, wrap(tools.runner), p.bench, config, seed, events, probes, tools.executor.round, deadline)
             driver = Bisection(
-                p.repo, tools.builder, wrap(tools.runner), p.bench, config, seed, events, probes=probes,
-                reverter=_reverter(p, tools.mirror), round_context=tools.executor.round,
-                paths=p.recipe.search_paths, deadline=deadline, method=p.recipe.search_method,
-                dependencies=dependencies, prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
+                p.repo, stage.over(p.repo, tools.builder), p.bench, events, method=method, probes=probes,
+                reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, dependencies=dependencies,
+                inside=stage.over, prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
             )  # fmt: skip
             single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
             outcome = replace(single, notes=(*single.notes, *_cache_checks(tools.builder, single)))
@@ -332,12 +334,12 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     with opened(p) as tools:
-        driver = Bisection(
-            p.repo, tools.builder, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round
-        )
-        comp = driver.compare(p.bad, p.good, Purpose.COMPARE, driver.config.standalone())
+        # `attrib compare` decides by the indifference zone, as the default search does
+        stage = Stage(SearchMethod.POSTERIOR, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round)
+        evaluation = stage.over(p.repo, tools.builder)
+        (comp,) = evaluation.compare([p.bad], p.good, Purpose.COMPARE, evaluation.config.standalone())
     # medians: a comparison is a pair of history points (history/attrib_result.py)
-    records = driver.evaluation.records
+    records = evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
     return compare_result(comp, p.bench, medians)
 

@@ -14,7 +14,8 @@ from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
 from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, RollRelation, Status, Verdict
-from attrib.evaluate.evaluation import ArtifactNote, Builder, CommitRecord, Comparison, Drift, PhaseTimes
+from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
+from attrib.evaluate.twins import Builder
 
 
 class CommitGraph(Protocol):

@@ -11,8 +11,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from attrib.core.model import BuildRecord, CommitInfo, Phase, Verdict
-from attrib.report.sentences import phase_text
+from attrib.core.model import BuildRecord, CommitInfo, Decided, Phase, Verdict
+from attrib.report.sentences import decided_text, phase_text
 
 _VERDICT_STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow", Verdict.INCONCLUSIVE: "magenta"}
 
@@ -41,8 +41,8 @@ class PlainProgress:
     def round_done(self, candidate: CommitInfo, reference: CommitInfo, rounds: int, llr: float, samples: int) -> None:
         pass
 
-    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: str) -> None:
-        self._line(f"{candidate.short} vs {reference.short}: {verdict.value} ({detail}) {candidate.subject[:60]}")
+    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: Decided) -> None:
+        self._line(f"{candidate.short} vs {reference.short}: {verdict.value} ({decided_text(detail)}) {candidate.subject[:60]}")
 
 
 class RichProgress(PlainProgress):
@@ -73,8 +73,8 @@ class RichProgress(PlainProgress):
     def round_done(self, candidate: CommitInfo, reference: CommitInfo, rounds: int, llr: float, samples: int) -> None:
         self._show(f"measuring {candidate.short} vs {reference.short}: round {rounds}, LLR {llr:+.2f}, {samples} samples")
 
-    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: str) -> None:
+    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: Decided) -> None:
         style = _VERDICT_STYLE[verdict]
-        plain = f"{candidate.short} vs {reference.short}: {verdict.value} ({detail}) {candidate.subject[:60]}"
-        rich = f"{candidate.short} vs {reference.short}: [{style}]{verdict.value}[/{style}] {escape(f'({detail}) {candidate.subject[:60]}')}"
+        plain = f"{candidate.short} vs {reference.short}: {verdict.value} ({decided_text(detail)}) {candidate.subject[:60]}"
+        rich = f"{candidate.short} vs {reference.short}: [{style}]{verdict.value}[/{style}] {escape(f'({decided_text(detail)}) {candidate.subject[:60]}')}"
         self._line(plain, rich)

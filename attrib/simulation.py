@@ -235,7 +235,7 @@ def run_simulated(
     method: str = "posterior",
 ) -> SimOutcome:
     """attrib's real search and evaluation on a simulated history: the function benchmarks and tests call."""
-    from attrib.bisection import Bisection
+    from attrib.bisection import bisection
     from attrib.recipe import BenchmarkSpec, RunnerKind
 
     bench = BenchmarkSpec(name="sim", runner=RunnerKind.COMMAND, command=("sim",), reps=reps, min_change_pct=min_change_pct)
@@ -243,7 +243,7 @@ def run_simulated(
     runner = SimRunner(history, noise, seed, reps=reps)
     from attrib.core.model import SearchMethod
 
-    driver = Bisection(
+    driver = bisection(
         history, builder, runner, bench, config or TestConfig(), seed, probes=probes, method=SearchMethod(method)
     )
     out = driver.run(history.good, history.bad)

@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scenarios import exact_match, rate, revision  # noqa: E402
 
-from attrib.bisection import Bisection  # noqa: E402
+from attrib.bisection import bisection  # noqa: E402
 from attrib.core.model import SearchMethod  # noqa: E402
 from attrib.core.stats import TestConfig  # noqa: E402
 from attrib.recipe import BenchmarkSpec  # noqa: E402
@@ -81,7 +81,7 @@ def run_one(args: tuple[Family, int, int, bool]) -> Record:
         hist, noise, trial_seed, reps=REPS, run_overhead_s=family.overhead_s, sample_s=family.sample_s if adaptive else 0.0
     )
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim", "{reps}"), reps=REPS, min_change_pct=family.min_change_pct)
-    engine = Bisection(hist, SimBuilder(hist), runner, bench, TestConfig(), trial_seed, method=SearchMethod.POSTERIOR)
+    engine = bisection(hist, SimBuilder(hist), runner, bench, TestConfig(), trial_seed, method=SearchMethod.POSTERIOR)
     out = engine.run(hist.good, hist.bad)
     named = tuple(c.commit for c in out.culprits)
     ok = exact_match(named, tuple(c.ambiguous_with for c in out.culprits), set(hist.culprits))

@@ -86,7 +86,7 @@ def main() -> None:
                 row = trial(name, seed, args.noise, args.n_super, args.n_dep, Path(tmp))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print(f"\n| family | right | builds (max) | budget | samples, rolls included (median) | wall s (median) |\n|---|---:|---:|---:|---:|---:|")
+    print("\n| family | right | builds (max) | budget | samples, rolls included (median) | wall s (median) |\n|---|---:|---:|---:|---:|---:|")
     for name in args.families:
         rs = [r for r in rows if r["family"] == name]
         med = sorted(r.get("samples", 0) for r in rs)[len(rs) // 2]

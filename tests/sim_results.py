@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from attrib.bisection import Bisection
+from attrib.bisection import bisection
 from attrib.core.model import CommitInfo, SearchMethod
 from attrib.core.stats import TestConfig
 from attrib.evaluate.builds import BuildRecord
@@ -99,7 +99,7 @@ def _bisect(sc: dict[str, Any], bench: BenchmarkSpec, tmp: Path) -> tuple[Outcom
     builder = LoggingBuilder(hist, tmp / "logs", edges.to_sim)
     # The runner sees checkouts named by sim sha (LoggingBuilder sets them), as SimRunner expects.
     runner = SimRunner(hist, NoiseModel("gaussian", sigma=sc["noise"]), seed)
-    engine = Bisection(edges, builder, runner, bench, config, seed, method=SearchMethod.SEQUENTIAL)
+    engine = bisection(edges, builder, runner, bench, config, seed, method=SearchMethod.SEQUENTIAL)
     return engine.run(fake_sha(hist.good), fake_sha(hist.bad)), config, builder.fresh_builds
 
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from attrib.bisection import Bisection
+from attrib.bisection import bisection
 from attrib.codec import decode, encode
 from attrib.core.blocks import (
     MAX_REPS_FACTOR,
@@ -98,7 +98,7 @@ BENCH = BenchmarkSpec(name="sim", runner="command", command=("sim", "{reps}"), r
 def _bisect(noise: NoiseModel, overhead: float, per_sample: float, seed: int = 5):
     hist = linear_history(32, {20: 4.0})
     runner = SimRunner(hist, noise, seed, reps=10, run_overhead_s=overhead, sample_s=per_sample)
-    engine = Bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, method=SearchMethod.POSTERIOR)
+    engine = bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, method=SearchMethod.POSTERIOR)
     return hist, runner, engine.run(hist.good, hist.bad)
 
 
@@ -158,5 +158,5 @@ def test_a_recipe_that_pins_its_size_keeps_it(tmp_path):
     noise = NoiseModel("gaussian", sigma=0.002, between=0.01)  # would go to 4 (the test above)
     runner = SimRunner(hist, noise, 5, reps=10, run_overhead_s=0.005, sample_s=0.05)
     pinned = replace(BENCH, adapt_reps=False)
-    out = Bisection(hist, SimBuilder(hist), runner, pinned, TestConfig(), 5, method=SearchMethod.POSTERIOR).run(hist.good, hist.bad)
+    out = bisection(hist, SimBuilder(hist), runner, pinned, TestConfig(), 5, method=SearchMethod.POSTERIOR).run(hist.good, hist.bad)
     assert out.blocks is not None and out.blocks.reason is BlockReason.PINNED and runner.reps == 10

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from attrib.bisection import Bisection
+from attrib.bisection import Bisection, bisection
 from attrib.core.model import Status
 from attrib.core.stats import TestConfig
 from attrib.daemon.recording import JobRecorder
@@ -30,7 +30,7 @@ NOISE = NoiseModel("gaussian", sigma=0.02)
 
 
 def _engine(hist: SimHistory, runner: object, seed: int, events: object | None = None) -> Bisection:
-    return Bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, events)
+    return bisection(hist, SimBuilder(hist), runner, BENCH, TestConfig(), seed, events)
 
 
 def _decisions(out: Outcome) -> tuple[object, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from attrib.bisection import Bisection
+from attrib.bisection import Bisection, bisection
 from attrib.core.model import JobState
 from attrib.core.stats import TestConfig
 from attrib.daemon import worker as worker_mod
@@ -36,7 +36,7 @@ MACHINE = Machine("bench-01", "Linux", "Test CPU", 2, "3.11", "ci")
 def sim_result(engine: Bisection, seed: int) -> BisectResult:
     """The real writer on the simulated engine's outcome, as run_bisect would make it."""
     out = engine.run(HIST.good, HIST.bad)
-    ctx = RunContext(Path("/sim"), RECIPE, BENCH, "local", engine.config, seed, Path("/work"), 0.0, 0)
+    ctx = RunContext(Path("/sim"), RECIPE, BENCH, "local", engine.scope.config, seed, Path("/work"), 0.0, 0)
     return build_result(out, ctx, Provenance(MACHINE, "0" * 64))
 
 
@@ -56,7 +56,7 @@ class SimWorker(worker_mod.Worker):
                     hook()
                 return sim.run(checkout)
 
-        engine = Bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)
+        engine = bisection(HIST, SimBuilder(HIST), recorder.wrap(Hooked()), BENCH, TestConfig(), job.seed, recorder)
         return sim_result(engine, job.seed)
 
     def write_outputs(self, job: Job, result: BisectResult) -> str | None:
@@ -185,7 +185,7 @@ def test_filing_hook_calls_the_tracker_when_there_is_one(monkeypatch):
     fake = types.ModuleType("attrib.tracker")
     fake.Filing = Filing  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "attrib.tracker", fake)
-    engine = Bisection(HIST, SimBuilder(HIST), SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1), BENCH, TestConfig(), 1)
+    engine = bisection(HIST, SimBuilder(HIST), SimRunner(HIST, NoiseModel("gaussian", sigma=0.01), seed=1), BENCH, TestConfig(), 1)
     line = worker_mod.file_report("github:acme/k", sim_result(engine, 1), None, Path("/unused"))
     assert line == "opened: https://forge.example/acme/k/issues/1"
     assert calls == [("prepare", "github:acme/k", None, None), ("run", "culprit_found", None)]

@@ -6,13 +6,15 @@ The fakes implement exactly what the engine calls on the git, build and run edge
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 
-from attrib.bisection import Bisection
+from attrib.bisection import bisection
 from attrib.core.model import Phase, Status, UnresolvedCause
 from attrib.core.stats import TestConfig
+from attrib.evaluate.evaluation import Evaluation
 from attrib.recipe import BenchmarkSpec
 from attrib.report.sentences import phase_text, unresolved_text
 from attrib.simulation import NoiseModel, SimBuilder, SimHistory, SimRunner, linear_history
@@ -23,7 +25,7 @@ BENCH = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_p
 def bisect(hist: SimHistory, seed: int, sigma: float = 0.01, interfere: float = 0.0) -> tuple[object, SimBuilder]:
     builder = SimBuilder(hist)
     noise = NoiseModel("bimodal" if interfere else "gaussian", sigma=sigma, interfere=interfere, interfere_size=0.3)
-    engine = Bisection(hist, builder, SimRunner(hist, noise, seed), BENCH, TestConfig(), seed)
+    engine = bisection(hist, builder, SimRunner(hist, noise, seed), BENCH, TestConfig(), seed)
     return engine.run(hist.main[0], hist.main[-1]), builder
 
 
@@ -95,7 +97,7 @@ def test_sub_threshold_step_is_never_claimed_wrongly():
 def _run(hist: SimHistory, seed: int, noise: NoiseModel, jobs: int = 1, config: TestConfig | None = None):
     builder = SimBuilder(hist)
     runner = SimRunner(hist, noise, seed)
-    engine = Bisection(hist, builder, runner, BENCH, config or TestConfig(), seed, probes=jobs)
+    engine = bisection(hist, builder, runner, BENCH, config or TestConfig(), seed, probes=jobs)
     return engine.run(hist.good, hist.bad), builder, runner
 
 
@@ -196,7 +198,7 @@ def test_a_preflight_noise_too_high_for_the_minimum_change_is_said_before_the_se
     hist = linear_history(30, {15: 40.0})
     phases = _Phases()
     noise = NoiseModel("gaussian", sigma=sigma)
-    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(), 3, phases)  # type: ignore[arg-type]
+    engine = bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(), 3, phases)  # type: ignore[arg-type]
     engine.run(hist.main[0], hist.main[-1])
     warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
     assert len(warnings) == int(warned), phases.lines
@@ -214,7 +216,7 @@ def test_an_undecided_preflight_still_says_how_noisy_it_was():
     hist = linear_history(30, {15: 3.0})
     phases = _Phases()
     noise = NoiseModel("gaussian", sigma=0.15)
-    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(max_rounds=12), 3, phases)  # type: ignore[arg-type]
+    engine = bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(max_rounds=12), 3, phases)  # type: ignore[arg-type]
     outcome = engine.run(hist.main[0], hist.main[-1])
     assert outcome.status is Status.INCONCLUSIVE
     assert [c.kind for u in outcome.unresolved for c in u.causes] == [UnresolvedCause.NOT_CLEARLY_WORSE]
@@ -227,11 +229,39 @@ def test_commit_records_are_frozen_snapshots():
     import dataclasses
 
     hist = linear_history(8, {4: 10.0})
-    engine = Bisection(hist, SimBuilder(hist), SimRunner(hist, NoiseModel(), 1), BENCH, TestConfig(), 1)
-    ev = engine.evaluation
-    ev.block(hist.good)
+    ev = Evaluation(hist, SimBuilder(hist), SimRunner(hist, NoiseModel(), 1), BENCH, TestConfig(), random.Random(1))
+    ev.blocks([hist.good])
     before = ev.record(hist.good)
-    ev.block(hist.good)
+    ev.blocks([hist.good])
     assert len(before.blocks) == 1 and len(ev.record(hist.good).blocks) == 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         before.build = None  # type: ignore[misc]
+
+
+def test_each_verdict_reaches_progress_as_a_record_that_report_sentences_words():
+    # The evaluation words nothing: its verdict event carries a Decided record, and the words
+    # are report/sentences.decided_text's (the same line the progress log always showed).
+    import io
+    import re
+
+    from attrib.core.model import Decided, DecisionRule
+    from attrib.progress import PlainProgress
+    from attrib.report.sentences import decided_text
+
+    assert decided_text(Decided(12, 3.456, DecisionRule.SPRT)) == "12 rounds, LLR +3.46, sprt"
+    smaller = Decided(40, -1.0, DecisionRule.CAP, smaller=True, size_p=0.03)
+    assert decided_text(smaller) == "40 rounds, LLR -1.00, cap, smaller than the minimum (P(>= min) = 0.03)"
+    assert decided_text(Decided(0, 0.0, DecisionRule.UNTESTABLE, reason="c004 did not build: x")) == "c004 did not build: x"
+    twin = Decided(0, 0.0, DecisionRule.SAME_ARTIFACT, same_binary_as="c003")
+    assert decided_text(twin) == "same binary as c003, no samples"
+
+    hist = linear_history(20, {9: 10.0})
+    log = io.StringIO()
+    engine = bisection(hist, SimBuilder(hist), SimRunner(hist, NoiseModel(), 2), BENCH, TestConfig(), 2, PlainProgress(log))
+    out = engine.run(hist.main[0], hist.main[-1])
+    lines = [line for line in log.getvalue().splitlines() if " vs " in line]
+    assert len(lines) == len(out.comparisons)
+    for line, comp in zip(lines, out.comparisons, strict=True):
+        assert comp.rule is not None and not comp.same_artifact_as and not comp.reason
+        words = re.escape(f"{comp.verdict.value} ({len(comp.diffs)} rounds, LLR {comp.llr:+.2f}, {comp.rule.value})")
+        assert re.search(rf"{comp.candidate[:4]}\w* vs \w+: {words}", line), line

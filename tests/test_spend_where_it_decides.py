@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from attrib.bisection import Bisection
+from attrib.bisection import bisection
 from attrib.core.model import DecisionRule, Purpose, SearchMethod, Status, UnresolvedCause, Verdict
 from attrib.core.stats import TestConfig
 from attrib.evaluate.artifacts import Artifacts, ArtifactTrap, diagnose, explain_difference, hash_artifacts
@@ -69,7 +69,7 @@ def test_a_budget_ends_the_search_with_the_open_range_and_what_more_time_buys(me
     bench = BenchmarkSpec(name="sim", runner="command", command=("sim",), min_change_pct=2.0)
     ticks = itertools.count()
     clock = lambda: float(next(ticks))  # noqa: E731  # one "second" per reading: deterministic
-    engine = Bisection(
+    engine = bisection(
         hist, SimBuilder(hist), SimRunner(hist, NOISE, 1), bench, TestConfig(), 1, deadline=deadline, clock=clock,
         method=method,
     )

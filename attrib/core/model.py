@@ -192,6 +192,19 @@ class RollRelation(StrEnum):
     UNAVAILABLE = "unavailable"  # the dependency's repository or a pin could not be fetched
 
 
+@dataclass(frozen=True)
+class Decided:
+    """How one comparison ended, as a progress event carries it (report/sentences.py words it)."""
+
+    rounds: int
+    llr: float
+    rule: DecisionRule | None = None
+    smaller: bool = False  # worse, but below the minimum change
+    size_p: float = float("nan")  # P(step >= the minimum), where a size check ran
+    reason: str = ""  # a skip's reason
+    same_binary_as: str | None = None  # settled with no samples: the byte-identical commit (short sha)
+
+
 class VerifyMode(StrEnum):
     """How a found culprit is proven (`--verify`)."""
 

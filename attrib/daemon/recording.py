@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrib.core.model import BuildRecord, CommitInfo, Phase, Verdict
+from attrib.core.model import BuildRecord, CommitInfo, Decided, Phase, Verdict
 from attrib.daemon.store import Job, Store
 from attrib.errors import JobStopped
 from attrib.evaluate.runners import Runner, RunResult
-from attrib.report.sentences import phase_text
+from attrib.report.sentences import decided_text, phase_text
 
 PROGRESS_EVERY_S = 1.0  # progress rows are rewritten at most this often (samples are not throttled)
 
@@ -116,9 +116,9 @@ class JobRecorder:
     def round_done(self, candidate: CommitInfo, reference: CommitInfo, rounds: int, llr: float, samples: int) -> None:
         self._save()
 
-    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: str) -> None:
+    def verdict(self, candidate: CommitInfo, reference: CommitInfo, verdict: Verdict, detail: Decided) -> None:
         self.progress["verdicts"] += 1
-        self.progress["last_verdict"] = f"{candidate.short} vs {reference.short}: {verdict.value} ({detail})"
+        self.progress["last_verdict"] = f"{candidate.short} vs {reference.short}: {verdict.value} ({decided_text(detail)})"
         self._save(force=True)
 
     def flush(self) -> None:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from attrib.core.blocks import MIN_SAVING, BlockChoice, BlockReason
-from attrib.core.model import Cause, Direction, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
+from attrib.core.model import Cause, Decided, Direction, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
 from attrib.core.stats import to_pct
 
 
@@ -144,6 +144,15 @@ def note_text(note: Note) -> str:
         case NoteKind.TEXT:
             return note.text
     raise AssertionError(note.kind)
+
+
+def decided_text(d: Decided) -> str:
+    """Why a comparison ended as it did, in the parentheses of its progress line."""
+    if d.same_binary_as is not None:
+        return f"same binary as {d.same_binary_as}, no samples"
+    rule = f", {d.rule.value}" if d.rule else ""
+    rule += f", smaller than the minimum (P(>= min) = {d.size_p:.2f})" if d.smaller else ""
+    return d.reason or f"{d.rounds} rounds, LLR {d.llr:+.2f}{rule}"
 
 
 def clock(seconds: float) -> str:

@@ -23,8 +23,8 @@ from attrib import __version__
 from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
-from attrib.evaluate.evaluation import Comparison
 from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
+from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck, Roll
 from attrib.recipe import BenchmarkSpec, Recipe

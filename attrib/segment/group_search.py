@@ -134,8 +134,8 @@ class GroupSearch:
         n = len(positions) - 1
         k, last = req.position, req.last_good
         culprit, last_good, reference = positions[k], positions[last], positions[0]
-        confirm = scope.compare_one(
-            ev.stand_in(culprit), ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
+        (confirm,) = ev.compare(
+            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
             alongside=(ev.stand_in(reference),),
         )  # fmt: skip
         if confirm.rule is DecisionRule.BUDGET:

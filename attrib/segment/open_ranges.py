@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from attrib.core.model import Cause, Direction, Note, NoteKind, UnresolvedCause, Verdict
 from attrib.core.stats import to_pct
-from attrib.evaluate.evaluation import Comparison, PhaseTimes
+from attrib.evaluate.records import Comparison, PhaseTimes
 from attrib.outcome import Culprit, OutOfTime, Unresolved
 
 

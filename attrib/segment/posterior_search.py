@@ -84,9 +84,7 @@ class PosteriorSearch:
         at = scope.config.max_rounds
         config = replace(scope.config, min_rounds=at, known_min_rounds=at, max_rounds=at * EXTEND_FACTOR)
         scope.phase(Step.MORE_SAMPLES, (sha,), 1)
-        (comp,) = scope.compare(
-            [sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config, placed_against=reference
-        )
+        (comp,) = scope.placed(scope.evidence.compare([sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config), reference)
         return 2 * len(comp.diffs)
 
     def _data(self, positions: list[str]) -> dict[int, list[float]]:
@@ -173,8 +171,8 @@ class PosteriorSearch:
             # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
             # with the segment's reference beside them in every round: its blocks there place the
             # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
-            confirm = scope.compare_one(
-                ev.stand_in(culprit), ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
+            (confirm,) = ev.compare(
+                [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
                 alongside=(ev.stand_in(reference),),
             )  # fmt: skip
             if confirm.rule is DecisionRule.BUDGET:
@@ -260,11 +258,11 @@ class PosteriorSearch:
         ev = self.scope.evidence
         for i, sha in enumerate(positions[1:-1], start=1):
             if i in unbuildable:
-                self.scope.verdicts[sha] = (positions[0], Verdict.SKIP)
+                self.scope.place(sha, positions[0], Verdict.SKIP)
             elif self._levels(sha)[0]:
                 f = post.below(i)
                 side = Verdict.BAD if f >= 0.99 else Verdict.GOOD if f <= 0.01 else Verdict.INCONCLUSIVE
-                self.scope.verdicts[sha] = (positions[0], side)
+                self.scope.place(sha, positions[0], side)
                 # placed at an end's level: byte-different builds of one program say why
                 if side is not Verdict.INCONCLUSIVE:
                     ev.note_traps(sha, positions[0] if side is Verdict.GOOD else positions[-1])

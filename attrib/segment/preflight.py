@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from attrib.core.model import DecisionRule, Direction, NoiseAdvice, Phase, Purpose, Status, Step, Verdict
 from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
 from attrib.errors import BenchmarkMissing, ReferenceFailed
-from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import names_no_benchmark
 from attrib.outcome import Unresolved
 from attrib.recipe import BenchmarkSpec
@@ -33,7 +33,7 @@ class Preflight:
 def preflight(scope: Scope, good: str, bad: str, chain: Sequence[str], posterior: bool) -> Preflight:
     """Compare bad against good (`chain`: the commits between them, oldest first)."""
     scope.phase(Step.PREFLIGHT, (bad, good))
-    comp = scope.compare_one(bad, good, Purpose.PREFLIGHT)
+    (comp,) = scope.evidence.compare([bad], good, Purpose.PREFLIGHT)
     config = scope.config
     if (
         posterior
@@ -62,7 +62,7 @@ def preflight(scope: Scope, good: str, bad: str, chain: Sequence[str], posterior
 def check_references(evidence: Evidence, good: str, bad: str, comp: Comparison) -> None:
     """Both references must build and be measured: without them there is nothing to search."""
     for sha, role in ((good, "good"), (bad, "bad")):
-        build = evidence.record(sha).build
+        build = evidence.build(sha)
         if build is not None and not build.ok:
             raise ReferenceFailed(
                 f"the {role} revision {sha[:10]} did not build ({build.reason}); log: {build.log_path}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from attrib.core.model import Note, NoteKind, Purpose, Verdict
 from attrib.core.stats import min_change_shift, remaining_upper, to_pct
-from attrib.evaluate.evaluation import Comparison
+from attrib.evaluate.records import Comparison
 from attrib.segment.scope import Scope
 
 
@@ -22,9 +22,17 @@ class RemainingChange:
     def __init__(self, scope: Scope, posterior: bool) -> None:
         self.scope = scope
         self.posterior = posterior  # the posterior search: its levels answer most questions here
-        self.total: Comparison | None = None  # the preflight: the whole change
-        self.found: list[Comparison] = []  # each located step's confirmation
-        self.said_nothing_left = False
+        self._total: Comparison | None = None  # the preflight: the whole change
+        self._found: list[Comparison] = []  # each located step's confirmation
+        self._said_nothing_left = False
+
+    def start(self, preflight: Comparison) -> None:
+        """The whole change, as the preflight measured it: what the steps found are read against."""
+        self._total = preflight
+
+    def located(self, confirmation: Comparison) -> None:
+        """A step found (a culprit's, or a smaller step's), by its confirmation."""
+        self._found.append(confirmation)
 
     def still_worse(self, end: str, reference: str) -> Verdict:
         """Whether `end` is still worse than `reference` (the latest culprit, or the good end
@@ -42,20 +50,21 @@ class RemainingChange:
         measured_end, measured_ref = end, reference
         if self.posterior:
             measured_end, measured_ref = scope.evidence.stand_in(end), scope.evidence.stand_in(reference)
-        return scope.compare_one(measured_end, measured_ref, Purpose.REMAINING).verdict
+        (comp,) = scope.evidence.compare([measured_end], measured_ref, Purpose.REMAINING)
+        return comp.verdict
 
     def nothing_left(self) -> bool:
         """The posterior search: whether the steps found so far leave of the preflight's change
         less than the minimum at P >= 1 - beta (core/stats.remaining_upper); then no further
         range is searched, before or after them, and the note says so once."""
-        if not self.posterior or self.total is None or not self.found:
+        if not self.posterior or self._total is None or not self._found:
             return False
-        if self.said_nothing_left:
+        if self._said_nothing_left:
             return True
         bench = self.scope.bench
-        upper = remaining_upper(self.total.diffs, [c.diffs for c in self.found], self.scope.config.beta)
+        upper = remaining_upper(self._total.diffs, [c.diffs for c in self._found], self.scope.config.beta)
         if upper >= min_change_shift(bench.min_change_pct):
             return False
-        self.said_nothing_left = True
+        self._said_nothing_left = True
         self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, bench.direction)))
         return True

@@ -19,11 +19,10 @@ def revert_check(scope: Scope, reverter: Reverter | None, culprit: str, bad: str
     info = reverter(culprit, bad)
     if info is None:
         return RevertCheck(RevertStatus.CONFLICT, None, None, f"reverting {culprit[:10]} on {bad[:10]} conflicts")
-    scope.evidence.record(info.sha, info)
-    build = scope.evidence.build(info.sha)
+    build = scope.evidence.build(info.sha, info)
     if not build.ok:
         return RevertCheck(RevertStatus.BUILD_FAILED, info.sha, None, build.reason)
-    comp = scope.compare_one(bad, info.sha, Purpose.REVERT)
+    (comp,) = scope.evidence.compare([bad], info.sha, Purpose.REVERT)
     status = {Verdict.BAD: RevertStatus.RECOVERED, Verdict.GOOD: RevertStatus.NOT_RECOVERED}.get(
         comp.verdict, RevertStatus.INCONCLUSIVE
     )

@@ -11,11 +11,13 @@ smaller step, never a culprit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
 from attrib.core.search import boundary, change_posterior, next_probe, posterior_quantiles
+from attrib.core.stats import TestConfig
+from attrib.evaluate.records import Comparison
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import Scope
 
@@ -32,6 +34,7 @@ class _Segment:
     tests: list[tuple[int, float]] = field(default_factory=list)
     steps: list[tuple[int, int, float]] = field(default_factory=list)
     extended: set[str] = field(default_factory=set)  # commits whose inconclusive test was extended
+    shifts: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)  # (candidate, reference): last test's
 
     def posterior(self) -> list[float]:
         return change_posterior(len(self.positions) - 1, self.tests, self.steps)
@@ -67,9 +70,7 @@ class SequentialSearch:
                 scope.note(Note(NoteKind.STOPPED_PROBING, (reference,), count=MAX_INCONCLUSIVE_PROBES))
                 probes, stopped = [], True
             if probes:
-                comps = scope.compare(
-                    [seg.positions[p] for p in probes], measured_ref, Purpose.PROBE, placed_against=reference
-                )
+                comps = self._compare(seg, [seg.positions[p] for p in probes], measured_ref, Purpose.PROBE)
                 for pos, comp in zip(probes, comps, strict=True):
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.evidence))
@@ -81,7 +82,7 @@ class SequentialSearch:
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             scope.phase(Step.CONFIRMING, (culprit, last_good))
-            confirm = scope.compare_one(culprit, ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming())
+            (confirm,) = self._compare(seg, [culprit], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming())
             seg.steps.append((b.last_good, b.first_bad, confirm.evidence))
             if confirm.rule is DecisionRule.BUDGET:
                 return OutOfTime(b.last_good, b.first_bad)
@@ -109,11 +110,26 @@ class SequentialSearch:
             # definition: neither is re-tested, so the segment stays closed.
             for pos in (b.first_bad, b.last_good):
                 if 0 < pos < len(chain):
-                    comp = scope.compare([seg.positions[pos]], measured_ref, Purpose.RETEST, placed_against=reference)[
-                        0
-                    ]
+                    (comp,) = self._compare(seg, [seg.positions[pos]], measured_ref, Purpose.RETEST)
                     seg.verdicts[pos] = comp.verdict
                     seg.tests.append((pos, comp.evidence))
+
+    def _compare(
+        self,
+        seg: _Segment,
+        candidates: list[str],
+        reference: str,
+        purpose: Purpose,
+        config: TestConfig | None = None,
+        resume: Mapping[str, Sequence[float]] | None = None,
+    ) -> list[Comparison]:
+        """Comparisons of this segment, against `reference` (the segment's, or its measured
+        stand-in): probes, retests and extensions place their commits against the segment's
+        reference, and each test's shifts are kept for an extension to resume."""
+        comps = self.scope.evidence.compare(candidates, reference, purpose, config, resume=resume)
+        for comp in comps:
+            seg.shifts[comp.candidate, comp.reference] = comp.diffs
+        return self.scope.placed(comps, seg.positions[0])
 
     def _extend_undecided(self, seg: _Segment, ambiguous: Sequence[int], reference: str) -> bool:
         """Inconclusive commits that decide the boundary get more samples, once each: their
@@ -125,14 +141,9 @@ class SequentialSearch:
             return False
         shas = [seg.positions[i] for i in todo]
         seg.extended.update(shas)
-        ev = self.scope.evidence
-        last = {
-            c.candidate: c.diffs for c in ev.comparisons if c.reference == reference and c.candidate in shas
-        }
+        last = {sha: seg.shifts[sha, reference] for sha in shas if (sha, reference) in seg.shifts}
         self.scope.phase(Step.MORE_SAMPLES, count=len(shas))
-        comps = self.scope.compare(
-            shas, reference, Purpose.EXTEND, self.scope.config.extended(), placed_against=seg.positions[0], resume=last
-        )
+        comps = self._compare(seg, shas, reference, Purpose.EXTEND, self.scope.config.extended(), resume=last)
         for i, comp in zip(todo, comps, strict=True):
             seg.verdicts[i] = comp.verdict
             # the extension continues the same test: its LLR replaces the earlier one
