@@ -75,8 +75,12 @@ class Repo:
     def url(self) -> str:
         return f"file://{self.path}"
 
-    def commit(self, message: str, files: dict[str, str] | None = None, links: dict[str, tuple[Repo, str]] | None = None) -> str:
-        """One commit writing `files` and pinning `links` ({path: (repository, commit)})."""
+    def commit(
+        self, message: str, files: dict[str, str] | None = None, links: dict[str, tuple[Repo, str]] | None = None,
+        relative: bool = False,
+    ) -> str:
+        """One commit writing `files` and pinning `links` ({path: (repository, commit)});
+        `relative`: .gitmodules says ../<name> (resolved against the repository's own URL)."""
         files, links = files or {}, links or {}
         for name, text in files.items():
             (self.path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +88,8 @@ class Repo:
             git(self.path, "add", name)
         for path, (repo, sha) in links.items():
             git(self.path, "config", "-f", ".gitmodules", f"submodule.{path}.path", path)
-            git(self.path, "config", "-f", ".gitmodules", f"submodule.{path}.url", repo.url)
+            url = f"../{repo.path.name}" if relative else repo.url
+            git(self.path, "config", "-f", ".gitmodules", f"submodule.{path}.url", url)
             git(self.path, "add", ".gitmodules")
             git(self.path, "update-index", "--add", "--cacheinfo", f"160000,{sha},{path}")
         git(self.path, "commit", "-q", "--allow-empty", "-m", message)
@@ -100,14 +105,14 @@ def dependency(path: Path, costs: list[str], links: list[dict[str, tuple[Repo, s
     return repo
 
 
-def kernel(path: Path, noise_pct: float, pins: list[dict[str, tuple[Repo, str]]]) -> Repo:
+def kernel(path: Path, noise_pct: float, pins: list[dict[str, tuple[Repo, str]]], relative: bool = False) -> Repo:
     """The superproject: commit i pins pins[i] (an empty dict: churn, pins unchanged)."""
     repo = Repo.init(path)
     base = {"build.sh": BUILD_SH, "bench.sh": BENCH_SH, "noise": f"{noise_pct}\n"}
     for i, links in enumerate(pins):
         # a roll changes the pins only, as a roll commit does
         files = {**base, "README": f"kernel revision {i}\n"} if i == 0 else {} if links else {"README": f"kernel revision {i}\n"}
-        repo.commit(f"kernel change {i}" if not links or i == 0 else f"roll {', '.join(links)}", files, links)
+        repo.commit(f"kernel change {i}" if not links or i == 0 else f"roll {', '.join(links)}", files, links, relative)
     return repo
 
 
@@ -143,15 +148,18 @@ def _costs(n: int, culprit: int, before: int = 100, step: int = 6, broken: tuple
     return ["broken" if i in broken else str(before + step if i >= culprit else before) for i in range(n)]
 
 
-def family(name: str, root: Path, n_super: int = 12, n_dep: int = 16, noise_pct: float = 1.0, at: float = 0.6) -> Family:
+def family(
+    name: str, root: Path, n_super: int = 12, n_dep: int = 16, noise_pct: float = 1.0, at: float = 0.6, relative: bool = False
+) -> Family:
     """The families of benchmarks/dependency_rolls.py (and the tests): the kernel rolls its
     compiler at commit `roll` from the compiler's first commit to its last; the compiler's step
     is at `culprit`."""
     roll, culprit = max(1, int(n_super * at)), max(1, int(n_dep * at))
     path = "third_party/compiler"
-    if name == "roll":
+    if name == "roll":  # `relative`: the .gitmodules URL is ../compiler
         c = dependency(root / "compiler", _costs(n_dep, culprit))
-        k = kernel(root / "kernel", noise_pct, _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])}))
+        pins = _pins(n_super, roll, {path: (c, c.commits[0])}, {path: (c, c.commits[-1])})
+        k = kernel(root / "kernel", noise_pct, pins, relative)
         return Family(name, k, k.commits[0], k.commits[-1], (k.commits[roll], c.commits[culprit]), n_super, n_dep)
     if name == "two-rolled":  # the docs dependency rolls in the same commit and changes nothing
         c = dependency(root / "compiler", _costs(n_dep, culprit))

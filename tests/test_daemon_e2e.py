@@ -145,3 +145,43 @@ def test_daemon_survives_kill_9_and_finds_the_culprit(tmp_path: Path):
         daemon.send_signal(signal.SIGTERM)
         code = daemon.wait(timeout=120)
     assert code == 0, log.read_text()[-2000:]
+
+
+def test_daemon_bisects_a_flagged_url_repository_with_submodules_and_descends_into_the_roll(tmp_path: Path):
+    """The flag names the kernel by a file:// URL; the daemon mirrors it, fetches its submodule
+    from the URL its .gitmodules gives relative to the flag's (../compiler), under the flag's
+    URL rules, and names the compiler's commit inside the roll."""
+    from dependency_tree import chain_of, family, recipe_text
+
+    fam = family("roll", tmp_path / "trees", relative=True)
+    recipes, state = tmp_path / "recipes", tmp_path / "state"
+    recipes.mkdir()
+    (recipes / "kernel.toml").write_text(recipe_text())
+    config = write_config(tmp_path, SECRET, recipes, workers=1, executor="local")
+    state.mkdir()
+    log = tmp_path / "daemon.log"
+    daemon = _start(config, state, log)
+    try:
+        url = json.loads((state / "daemon.json").read_text())["url"]
+        env = {**os.environ, "ATTRIB_URL": url, "ATTRIB_SECRET_FILE": str(tmp_path / "secret")}
+        sub = subprocess.run(
+            [sys.executable, "-m", "attrib", "submit", "--repo", fam.kernel.url, "--good", fam.good, "--bad", fam.bad,
+             "--recipe", "kernel.toml"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert sub.returncode == 0, sub.stderr
+        job_id = sub.stdout.split()[0]
+
+        def finished() -> dict[str, Any] | None:
+            answer = _get(url, f"/v1/jobs/{job_id}")
+            return answer if answer["state"] not in ("queued", "running") else None
+
+        final = _wait("the job to finish", finished, every_s=0.5)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=120)
+    assert final["state"] == "done", (final, log.read_text()[-3000:])
+    shas, rolls = chain_of(final["result"]["culprits"][0])
+    assert shas == list(fam.chain)
+    assert rolls[0]["url"] == f"file://{tmp_path / 'trees' / 'compiler'}"  # ../compiler against the flag's URL
+    assert list(state.rglob("submodules/compiler-*.git"))  # its mirror, in the job's work dir under --state
