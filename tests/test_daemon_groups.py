@@ -173,3 +173,19 @@ def test_a_ci_flag_names_several_benchmarks_and_joins_a_queued_job_of_an_overlap
 )
 def test_groups_are_overlapping_ranges_of_one_recipe(spans, expected):
     assert groups(spans) == expected
+
+
+def test_attrib_submit_flags_a_group_with_a_repeated_benchmark(tmp_path: Path, tree):
+    from conftest import run_cli
+
+    line = first_parent(tree.path)
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET)
+    with running(_settings(tmp_path, tree)) as d:
+        res = run_cli("submit", "--repo", tree.path, "--good", line[10], "--bad", line[25], "--recipe", "kernels.toml",
+                      "--benchmark", "k00", "--benchmark", "k0[12]", "--url", d.url, "--secret-file", secret)  # fmt: skip
+        assert res.code == 0 and res.stdout.strip().endswith("queued"), res.stderr
+        (job,) = _jobs(d)
+        assert job["benchmarks"] == ["k00", "k01", "k02"]
+        listing = run_cli("jobs", "--url", d.url, "--secret-file", secret)
+        assert listing.code == 0 and f"{job['id']}" in listing.stdout and "k00 and 2 more" in listing.stdout

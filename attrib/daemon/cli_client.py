@@ -144,7 +144,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
         bad: str = typer.Option(..., "--bad", help="A later revision where it is worse."),
         recipe: str = typer.Option(..., "--recipe", help="Recipe, relative to the daemon's recipes directory."),
-        benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmark name in the recipe."),
+        benchmark: list[str] | None = typer.Option(
+            None, "--benchmark", help="Benchmark name in the recipe, or a glob; repeat it to flag a group."
+        ),
         source: str | None = typer.Option(None, "--source", help="Free text: where the flag comes from (a CI job URL)."),
         file_issue: str | None = typer.Option(None, "--file-issue", help="Where the report is filed (github:OWNER/REPO...)."),
         url: str | None = UrlOpt,
@@ -156,7 +158,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             # A local path is sent absolute: the daemon's working directory is not ours.
             repo_text = str(Path(repo).resolve()) if Path(repo).exists() else repo
             flag = {"repo": repo_text, "good": good, "bad": bad, "recipe": recipe}
-            flag.update({k: v for k, v in (("benchmark", benchmark), ("source", source), ("file_issue", file_issue)) if v})
+            named = list(benchmark or [])
+            given = ("benchmarks", named) if len(named) > 1 else ("benchmark", named[0] if named else None)
+            flag.update({k: v for k, v in (given, ("source", source), ("file_issue", file_issue)) if v})
             body = json.dumps(flag).encode()
             answer = check_answer(
                 *request(url or DEFAULT_URL, "POST", "/v1/regressions", read_client_secret(secret_file), body, sign_body=True), "submit"
@@ -185,7 +189,9 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
                 typer.echo(json.dumps(answer, indent=2))
                 return 0
             for j in answer["jobs"]:
-                typer.echo(f"{j['id']}  {j['state']:<9}  {j['repo']}  {j['good'][:10]}..{j['bad'][:10]}  {j['benchmark']}")
+                names = j.get("benchmarks") or [j["benchmark"]]
+                what = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+                typer.echo(f"{j['id']}  {j['state']:<9}  {j['repo']}  {j['good'][:10]}..{j['bad'][:10]}  {what}")
             return 0
 
         guard(go)
