@@ -257,12 +257,12 @@ def run_bisect(
         # each member's kernels, inspected by a runner of its own (not the daemon's recording
         # wrapper); only the cupy runner inspects what it built
         benches = {b.name: b for b in p.benches}
-        evidence = {
+        own = {
             m.benchmark: evidence_of(make_runner(benches[m.benchmark], tools.executor), _culprit_steps(o))
             for m, o in outcome.members
             if benches[m.benchmark].runner is RunnerKind.CUPY and o.culprits
         }
-        ctx = replace(ctx, member_specs=benches, member_evidence=evidence)
+        ctx = replace(ctx, member_specs=benches, member_evidence=own)
         return build_result(outcome, ctx, provenance(p.recipe.path))
     # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
     evidence = evidence_of(tools.runner, _culprit_steps(outcome))

@@ -157,10 +157,11 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
         def go() -> int:
             # A local path is sent absolute: the daemon's working directory is not ours.
             repo_text = str(Path(repo).resolve()) if Path(repo).exists() else repo
-            flag = {"repo": repo_text, "good": good, "bad": bad, "recipe": recipe}
+            flag: dict[str, str | list[str]] = {"repo": repo_text, "good": good, "bad": bad, "recipe": recipe}
             named = list(benchmark or [])
-            given = ("benchmarks", named) if len(named) > 1 else ("benchmark", named[0] if named else None)
-            flag.update({k: v for k, v in (given, ("source", source), ("file_issue", file_issue)) if v})
+            if len(named) > 1:
+                flag["benchmarks"] = named
+            flag.update({k: v for k, v in (("benchmark", named[0] if len(named) == 1 else None), ("source", source), ("file_issue", file_issue)) if v})
             body = json.dumps(flag).encode()
             answer = check_answer(
                 *request(url or DEFAULT_URL, "POST", "/v1/regressions", read_client_secret(secret_file), body, sign_body=True), "submit"

@@ -145,12 +145,14 @@ def _migrate_3_to_4(doc: dict[str, Any]) -> dict[str, Any]:
     # fields (as the writer puts the lead member's at the top), and each culprit lists it.
     if doc.get("kind") != ResultKind.BISECT.value:
         return doc
-    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    found = doc.get("settings")
+    settings: dict[str, Any] = found if isinstance(found, dict) else {}
     member = {k: copy.deepcopy(doc[k]) for k in MEMBER_FIELDS if k in doc}
     member |= {"benchmark": doc.get("benchmark"), "config": {}, "min_change_pct": settings.get("min_change_pct"),
                "ignore_below_pct": settings.get("ignore_below_pct")}  # fmt: skip
     doc["members"] = [member]
-    for c in doc.get("culprits") if isinstance(doc.get("culprits"), list) else []:
+    culprits = doc.get("culprits")
+    for c in culprits if isinstance(culprits, list) else []:
         if isinstance(c, dict):
             c["members"] = [{"benchmark": doc.get("benchmark"), "config": {}, **{
                 k: c.get(k) for k in ("change_pct", "ci_pct", "posterior", "confirmed", "below_minimum", "share")}}]  # fmt: skip
