@@ -1,5 +1,6 @@
 """No benchmark outlives a kill -9 of the daemon (issue 33, point 3), against a real `attrib
-daemon` process bisecting a real git repository with the local executor and the command runner.
+daemon` process bisecting a real git repository with the local executor and the command runner
+(and, with the docker executor, the containers a killed daemon left, on the real engine).
 
 The benchmark (a real process, with a child of its own) hangs while a file says so: the daemon
 is SIGKILLed while it hangs, and both processes must be gone within a bounded wait. A process of
@@ -21,6 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from daemon_proc import write_config
 from test_local_guard import _gone, _kill, _wait_gone
 
@@ -174,3 +176,44 @@ def test_a_hung_benchmark_dies_with_the_killed_daemon_and_the_resumed_job_measur
     finally:
         conn.close()
     assert list(state.glob("work/*/processes/*")) == []  # the job's ledger went with the job
+
+
+def test_containers_a_killed_daemon_left_are_removed_when_the_next_one_starts(tmp_path: Path):
+    """With the docker executor a job's commands run as execs in containers, which a kill -9 of
+    the daemon leaves running (no close() runs). The next daemon removes the containers of its
+    own work dirs before its workers start, and only those."""
+    docker = pytest.importorskip("docker")
+    from attrib.errors import InputError
+    from attrib.evaluate.executors.docker import LABEL, WORKDIR_LABEL, connect
+
+    try:
+        client = connect()
+        client.images.get("attrib/cpu:latest")
+    except (InputError, docker.errors.ImageNotFound) as exc:
+        pytest.skip(f"no docker engine or no attrib/cpu image here: {exc}")
+    recipes, state = tmp_path / "recipes", tmp_path / "state"
+    recipes.mkdir()
+    state.mkdir()
+    config = write_config(tmp_path, SECRET, recipes, executor="docker")
+
+    def container(workdir: Path) -> Any:
+        return client.containers.run("attrib/cpu:latest", ["sleep", "infinity"], detach=True, network_mode="none",
+                                     labels={LABEL: "dead-daemon", WORKDIR_LABEL: str(workdir)})  # fmt: skip
+
+    left = container((state / "work" / "repo-0123456789ab").resolve())  # a hung benchmark's container
+    other = container((tmp_path / "elsewhere").resolve())  # a CLI bisection's, elsewhere: not the daemon's
+    try:
+        daemon, _ = _start(config, state, tmp_path / "daemon.log")
+        try:
+            remaining = lambda: [c.id for c in client.containers.list(all=True, filters={"label": f"{LABEL}=dead-daemon"})]  # noqa: E731
+            assert _wait("the left container to be removed", lambda: remaining() == [other.id], 120)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=60)
+        assert "removed 1 container(s) the jobs of a previous daemon left running" in (tmp_path / "daemon.log").read_text()
+    finally:
+        for c in (left, other):
+            try:
+                c.remove(force=True)
+            except docker.errors.NotFound:
+                pass

@@ -7,7 +7,8 @@ again once the lease has expired. Nothing keeps measuring behind its back: every
 benchmark command runs under a guard that kills its process group when the daemon dies
 (executors/guard.py), what a job's commands leave running dies when the job ends, and before
 the workers start, the daemon ends whatever the local commands of a dead one still left
-(executors/processes.py: found by a token in their environment, never by a bare pid).
+(executors/processes.py: found by a token in their environment, never by a bare pid) and, with
+the docker executor, removes the containers its jobs left (executors/docker.py).
 
 Daemon jobs run the search with one probe per step, so its run order is a function of the seed alone and
 a resumed job replays the recorded runs exactly (daemon/recording.py).
@@ -201,8 +202,19 @@ class WorkerPool:
 
         if ended := end_leftovers(self.settings.state / "work"):
             log.warning("ended %d process(es) the local commands of a previous daemon left running", ended)
+        if self.settings.executor == "docker":
+            self._remove_containers()
         for w in self.workers:
             w.start()
+
+    def _remove_containers(self) -> None:
+        from attrib.evaluate.executors.docker import connect, remove_leftovers
+
+        try:
+            if removed := remove_leftovers(connect(), self.settings.state / "work"):
+                log.warning("removed %d container(s) the jobs of a previous daemon left running", removed)
+        except AttribError as exc:  # the engine is down: each job will say so when it starts
+            log.error("could not look for containers a previous daemon left: %s", exc)
 
     def stop(self, timeout_s: float) -> None:
         """Ask every worker to stop at its next runner call (its job goes back to the queue)."""

@@ -205,3 +205,20 @@ def leftover_containers(client: docker.DockerClient, workdir: Path | None = None
     """Containers attrib made (for one work dir, if given) that still exist: none after a run."""
     label = LABEL if workdir is None else f"{WORKDIR_LABEL}={workdir.resolve()}"
     return [c.id for c in client.containers.list(all=True, filters={"label": label})]
+
+
+def remove_leftovers(client: docker.DockerClient, under: Path) -> int:
+    """Remove every container attrib made for a work dir under `under`, whatever runs in it: at
+    a daemon's start, what the executors of a dead one left (a kill -9 runs no close(), and an
+    exec in a container, a hung benchmark's, runs on until the container goes). Returns how many."""
+    root = under.resolve()
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        workdir = Path(container.labels.get(WORKDIR_LABEL) or "/")
+        if workdir == root or workdir.is_relative_to(root):
+            try:
+                container.remove(force=True)
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+    return removed
