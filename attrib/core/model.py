@@ -21,6 +21,7 @@ class DecisionRule(StrEnum):
     SPRT = "sprt"  # the likelihood ratio crossed one of Wald's boundaries
     TRUNCATION = "truncation"  # the truncation point: the fixed-sample rule decided
     CAP = "cap"  # max_rounds came first (noise too high for this minimum change): inconclusive
+    FUTILITY = "futility"  # it could no longer reach either boundary by its cap: inconclusive at once
     SAME_ARTIFACT = "same_artifact"  # identical artifacts: the equal commit's verdict, no samples
     BUDGET = "budget"  # the time budget ran out first: inconclusive
     UNTESTABLE = "untestable"  # a build or the benchmark failed: skip
@@ -127,6 +128,14 @@ class NoteKind(StrEnum):
     # commits[0]'s artifacts built again without the compiler cache differ from what was built with
     # it (the cache served a wrong object): its verdicts came from a binary the tree does not make
     CACHE_MISMATCH = "cache_mismatch"
+    # the noise is too high for the minimum change (`noise`: the per-round noise, the rounds a
+    # decision needs, the smallest minimum this machine can decide), said once, by whichever
+    # test showed it first: the preflight, or a test stopped for futility
+    TOO_NOISY = "too_noisy"
+    # whether commits[0] is worse than commits[1] cannot be decided at this noise: stopped for
+    # futility after `count` rounds; value = the smallest step (percent) the rounds left could
+    # still have ruled out
+    UNDECIDABLE = "undecidable"
     TEXT = "text"  # a note of a result written before notes were structured (schema <= 2): `text`
 
 
@@ -141,6 +150,7 @@ class Note:
     verdict: Verdict | None = None
     paths: tuple[str, ...] = ()
     text: str = ""
+    noise: NoiseAdvice | None = None  # TOO_NOISY
 
 
 class Step(StrEnum):

@@ -22,6 +22,8 @@ The rule (docs/statistics.md explains it at length):
   every true effect, the indifference zone between 0 and delta included, where Wald's test
   drifts nowhere. Only when even that point lies beyond `max_rounds` (the noise is too high
   for this minimum change) does the test answer INCONCLUSIVE at the cap.
+* A test that can no longer reach either boundary by its cap stops for futility, undecided
+  (`futile`, the rule in core/futility.py; `TestConfig.futility = False` runs it to the cap).
 * A test needs at least `min_rounds` (`known_min_rounds` once earlier tests have pinned the
   noise down). Which rule decided is part of the `Decision` (`DecisionRule`).
 * The search sizes every "bad" (`size_check`): P(effect >= delta | its shifts) under a flat
@@ -47,6 +49,14 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import chdtri, stdtrit  # scipy.stats costs a second of start-up; these are enough
 
+from attrib.core.futility import (
+    FUTILITY_AT,
+    FUTILITY_MIN_DOF,
+    boundary_lines,
+    reach_probability,
+    rounds_needed,
+    sigma_bounds,
+)
 from attrib.core.model import BlockStatistic, DecisionRule, Direction, Verdict
 
 DEFAULT_TEST_ALPHA = 0.001  # a sequential test's: P(call a commit bad | it did not change): a false culprit costs most, so guard it hardest
@@ -89,6 +99,10 @@ class TestConfig:
     # "step >= delta" (BAD) instead of 0 against delta, so a step of exactly the minimum is BAD
     # with probability 1 - beta and one at or below `ignore` is BAD with at most alpha.
     ignore: float = 0.0
+    # Stop for futility (core/futility.py): a test that can no longer reach either boundary by
+    # `horizon` rounds ends INCONCLUSIVE at once. False runs every test to its cap (the old rule).
+    futility: bool = True
+    horizon: int = 0  # the rounds the test may reach, an extension that follows included; 0: max_rounds
 
     def confirming(self) -> TestConfig:
         """The direct comparison of a boundary: it sizes the step (culprit or smaller step), and
@@ -169,6 +183,15 @@ def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) ->
     Residuals beyond WINSOR_SCALES robust scales (1.4826 x MAD) are pulled in first: one wild
     round (seen: a shift 40x the typical one under bimodal noise) would otherwise inflate sigma
     for every later test and run them all to the cap."""
+    sd, dof = pooled_sd(sets)
+    if dof == 0:
+        return math.inf
+    inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
+    return max(sd * inflate, floor)
+
+
+def pooled_sd(sets: Iterable[Sequence[float]]) -> tuple[float, int]:
+    """The pooled, winsorised per-round sd (its point estimate) and its degrees of freedom."""
     residuals, dof = [], 0
     for values in sets:
         arr = np.asarray(values, dtype=float)
@@ -176,14 +199,12 @@ def pooled_sigma(sets: Iterable[Sequence[float]], floor: float = SIGMA_FLOOR) ->
             residuals.append(arr - arr.mean())
             dof += arr.size - 1
     if dof == 0:
-        return math.inf
+        return math.inf, 0
     r = np.concatenate(residuals)
     robust = robust_sd(r)
     if r.size >= WINSOR_MIN_RESIDUALS and robust > 0:  # a MAD of a handful of values is no scale
         r = np.clip(r, -WINSOR_SCALES * robust, WINSOR_SCALES * robust)
-    sd = math.sqrt(float(np.sum(r**2)) / dof)
-    inflate = math.sqrt(dof / float(chdtri(dof, 1.0 - SIGMA_UPPER_QUANTILE)))
-    return max(sd * inflate, floor)
+    return math.sqrt(float(np.sum(r**2)) / dof), dof
 
 
 def robust_sd(values: Sequence[float] | np.ndarray) -> float:
@@ -197,10 +218,14 @@ def _z_quantiles(config: TestConfig) -> tuple[float, float]:
     return NormalDist().inv_cdf(1 - config.alpha), NormalDist().inv_cdf(1 - config.beta)
 
 
+def critical_z(config: TestConfig) -> float:
+    """z_(1-alpha) + z_(1-beta): what the rounds of a fixed-sample test scale with."""
+    return sum(_z_quantiles(config))
+
+
 def fixed_sample_rounds(sigma: float, delta: float, config: TestConfig) -> float:
     """Rounds a fixed-sample one-sided z-test of 0 against delta needs for (alpha, beta)."""
-    z = sum(_z_quantiles(config))
-    return (z * sigma / delta) ** 2
+    return (critical_z(config) * sigma / delta) ** 2
 
 
 def truncation_rounds(sigma: float, delta: float, config: TestConfig) -> int:
@@ -327,7 +352,7 @@ def known_noise(history: Iterable[Sequence[float]]) -> bool:
 
 def decide(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig) -> Decision:
     """One step of a running sequential test: the policy's sigma and minimum rounds, then the
-    truncated SPRT."""
+    truncated SPRT (the zone's test with an indifference zone), then the futility rule."""
     floor = min(config.min_rounds, config.known_min_rounds) if known_noise(history) else config.min_rounds
     sigma = running_sigma(diffs, history, config)
     if 0 < config.ignore < delta:
@@ -343,7 +368,42 @@ def decide(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: fl
         # 1.5x as often as beta allows (tests/test_zone_test.py measures it): the first test of
         # a bisection, the one that ends it as not reproduced, waits for the noise
         return replace(decision, verdict=None, rule=None, smaller=False)
+    if decision.verdict is None and len(diffs) >= floor and futile(diffs, history, delta, config):
+        # it can only end undecided: it does so now (a futility stop never decides, so it adds
+        # no false verdict: core/futility.py)
+        return replace(decision, verdict=Verdict.INCONCLUSIVE, rule=DecisionRule.FUTILITY)
     return decision
+
+
+def futile(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: float, config: TestConfig) -> bool:
+    """Whether a running test can no longer reach either boundary by its horizon with
+    probability FUTILITY_AT (core/futility.reach_probability), at the pooled noise and at its
+    lower confidence bound alike. Never while the noise rests on fewer than FUTILITY_MIN_DOF
+    degrees of freedom, nor when the truncation point at the low noise falls within the
+    horizon (the test then decides there)."""
+    horizon = max(config.horizon, config.max_rounds)
+    n, left = len(diffs), horizon - len(diffs)
+    if not config.futility or left <= 0 or n == 0:
+        return False
+    sd, dof = pooled_sd([*history, diffs])
+    if dof < FUTILITY_MIN_DOF or not 0 < sd < math.inf:
+        return False
+    low, _ = sigma_bounds(sd, dof)
+    width = delta - config.ignore if 0 < config.ignore < delta else delta
+    if config.truncate and rounds_needed(low, width, critical_z(config), TRUNCATION_FACTOR) <= horizon:
+        return False
+    total = float(np.sum(diffs))
+    return all(
+        reach_probability(
+            total,
+            n,
+            s,
+            left,
+            *boundary_lines(delta, config.ignore, s, config.upper, config.lower, ZONE_STEPS, ZONE_NULLS),
+        )
+        < FUTILITY_AT
+        for s in (max(low, SIGMA_FLOOR), max(sd, SIGMA_FLOOR))
+    )
 
 
 def _mixture_log_ratio(z: np.ndarray, base: float, alternatives: Sequence[tuple[float, float]], sigma: float) -> float:
