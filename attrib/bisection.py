@@ -170,11 +170,11 @@ class Bisection:
             if known_bad is None and self.remaining.nothing_left():
                 break
             end = chain[-1]
-            verdict = Verdict.BAD if known_bad is not None else self.remaining.still_worse(end, reference)
+            test = None if known_bad is not None else self.remaining.still_worse(end, reference)
             known_bad = None
-            if verdict is not Verdict.BAD:
-                if verdict is Verdict.INCONCLUSIVE:
-                    self.scope.note(Note(NoteKind.REMAINDER_UNDECIDED, (end, reference)))
+            if test is not None and test.verdict is not Verdict.BAD:
+                if test.verdict is Verdict.INCONCLUSIVE:
+                    self.scope.note(self.remaining.undecided(end, reference, test))
                 break
             found = self.segments.search(chain, reference)
             if isinstance(found, OutOfTime):  # the budget ran out inside the segment

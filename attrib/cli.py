@@ -72,13 +72,13 @@ def _check_output(path: Path | None, option: str) -> None:
         raise InputError(f"{option} {path}: directory {path.parent} does not exist")
 
 
-def _config(alpha: float, beta: float, min_rounds: int, max_rounds: int) -> TestConfig:
+def _config(alpha: float, beta: float, min_rounds: int, max_rounds: int, futility: bool = True) -> TestConfig:
     for name, value in (("--alpha", alpha), ("--beta", beta)):
         if not 0 < value < 0.5:
             raise InputError(f"{name} {value}: expected a probability between 0 and 0.5")
     if not 2 <= min_rounds <= max_rounds:
         raise InputError(f"--min-rounds {min_rounds} / --max-rounds {max_rounds}: expected 2 <= min <= max")
-    return TestConfig(alpha=alpha, beta=beta, min_rounds=min_rounds, max_rounds=max_rounds)
+    return TestConfig(alpha=alpha, beta=beta, min_rounds=min_rounds, max_rounds=max_rounds, futility=futility)
 
 
 def _progress() -> Any:
@@ -144,6 +144,9 @@ BetaOpt = typer.Option(DEFAULT_TEST_BETA, "--beta", help="P(calling a commit wor
 MinRoundsOpt = typer.Option(DEFAULT_MIN_ROUNDS, "--min-rounds", help="Rounds before any test may decide.")
 MaxRoundsOpt = typer.Option(DEFAULT_MAX_ROUNDS, "--max-rounds", help="Rounds after which a test is inconclusive.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the run order within rounds.")
+FutilityOpt = typer.Option(
+    True, "--futility/--no-futility", help="Stop a test that can no longer decide by its cap (--no-futility: run it to the cap)."
+)
 
 
 @app.command()
@@ -161,6 +164,7 @@ def bisect(
     beta: float = BetaOpt,
     min_rounds: int = MinRoundsOpt,
     max_rounds: int = MaxRoundsOpt,
+    futility: bool = FutilityOpt,
     seed: int = SeedOpt,
     probes: int = typer.Option(
         1, "--probes", "--jobs", help="Commits proposed, built and measured per search step (parallel probes; --jobs is the older name)."
@@ -185,7 +189,7 @@ def bisect(
     def go() -> int:
         from attrib.recipe import parse_duration
 
-        config = _config(alpha, beta, min_rounds, max_rounds)
+        config = _config(alpha, beta, min_rounds, max_rounds, futility)
         budget_s = None if budget is None else parse_duration(budget)
         if budget is not None and budget_s is None:
             raise InputError(f'--budget {budget!r}: expected a duration such as "30m", "2h" or "90s"')
@@ -215,6 +219,7 @@ def compare(
     beta: float = BetaOpt,
     min_rounds: int = MinRoundsOpt,
     max_rounds: int = MaxRoundsOpt,
+    futility: bool = FutilityOpt,
     seed: int = SeedOpt,
 ) -> None:
     """One sequential comparison: is CANDIDATE worse than REFERENCE? Exit 0 worse, 10 not worse,
@@ -222,7 +227,7 @@ def compare(
     from attrib.job import plan, run_compare
 
     def go() -> int:
-        config = _config(alpha, beta, min_rounds, max_rounds)
+        config = _config(alpha, beta, min_rounds, max_rounds, futility)
         _check_output(json_out, "--json")
         p = plan(repo, reference, candidate, recipe, [benchmark] if benchmark else [], executor, workdir, require_ancestor=False)
         if len(p.benches) > 1:

@@ -196,6 +196,12 @@ def verify_mode(text: str) -> VerifyMode:
         raise InputError(f"--verify {text!r}: expected one of: {', '.join(VerifyMode)}") from None
 
 
+def with_recipe(config: TestConfig, p: Plan) -> TestConfig:
+    """The test settings with the recipe's say: `[search] futility = false` (or --no-futility)
+    runs every test to its cap."""
+    return replace(config, futility=config.futility and p.recipe.futility)
+
+
 def run_bisect(
     p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
@@ -209,6 +215,7 @@ def run_bisect(
     if probes < 1:
         raise InputError(f"--probes (--jobs) {probes}: expected a positive integer")
     start = time.monotonic()
+    config = with_recipe(config, p)
     budget = budget_s if budget_s is not None else p.recipe.budget_s
     deadline = None if budget is None else start + budget
     with opened(p) as tools:
@@ -333,6 +340,7 @@ def _checkout_of(outcome: Outcome, sha: str) -> Path | None:
 
 def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -> CompareResult:
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
+    config = with_recipe(config, p)
     with opened(p) as tools:
         # `attrib compare` decides by the indifference zone, as the default search does
         stage = Stage(SearchMethod.POSTERIOR, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round)

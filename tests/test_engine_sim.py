@@ -200,7 +200,7 @@ def test_a_preflight_noise_too_high_for_the_minimum_change_is_said_before_the_se
     noise = NoiseModel("gaussian", sigma=sigma)
     engine = bisection(hist, SimBuilder(hist), SimRunner(hist, noise, 3), BENCH, TestConfig(), 3, phases)  # type: ignore[arg-type]
     engine.run(hist.main[0], hist.main[-1])
-    warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
+    warnings = [line for line in phases.lines if line.startswith("warning: the per-round noise")]
     assert len(warnings) == int(warned), phases.lines
     if warned:
         [line] = warnings
@@ -220,7 +220,7 @@ def test_an_undecided_preflight_still_says_how_noisy_it_was():
     outcome = engine.run(hist.main[0], hist.main[-1])
     assert outcome.status is Status.INCONCLUSIVE
     assert [c.kind for u in outcome.unresolved for c in u.causes] == [UnresolvedCause.NOT_CLEARLY_WORSE]
-    warnings = [line for line in phases.lines if line.startswith("warning: the preflight's per-round noise")]
+    warnings = [line for line in phases.lines if line.startswith("warning: the per-round noise")]
     assert len(warnings) == 1 and "over --max-rounds 12" in warnings[0], phases.lines
 
 

@@ -37,7 +37,9 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import chdtri, log_ndtr, ndtr
 
-FUTILITY_AT = 0.05  # stop when the chance of reaching either boundary within the cap is below this
+from attrib.core.model import NoiseAdvice
+
+FUTILITY_AT = 0.2  # stop when (an upper bound of) the chance of a verdict by the cap is below this
 FUTILITY_MIN_DOF = 12  # the noise must rest on this many degrees of freedom before a test is curtailed
 SIGMA_LOW_QUANTILE = 0.05  # the noise's lower confidence bound the rule also asks at (optimistic)
 FAR_BEYOND = 4.0  # a forecast this many times the rounds left, even at the low noise: undecidable here
@@ -162,4 +164,22 @@ def forecast(sd: float, dof: int, delta: float, ignore: float, horizon: int, z: 
         rounds_needed(low, width, z, factor),
         horizon,
         rule_out_width(sd, horizon, z, factor) / ratio,
+    )
+
+
+def noise_advice(
+    sigma: float, delta: float, ignore: float, max_rounds: int, z: float, factor: float, min_change_pct: float
+) -> NoiseAdvice | None:
+    """What the user is told once when a test that finds no change cannot decide by the cap at
+    this per-round noise: the noise, the rounds such a test needs and the smallest minimum
+    change the cap decides (percent). None when the cap is enough."""
+    f = forecast(sigma, 0, delta, ignore, max_rounds, z, factor)
+    if not math.isfinite(f.rounds) or math.ceil(f.rounds) <= max_rounds:
+        return None
+    return NoiseAdvice(
+        sigma_pct=math.expm1(sigma) * 100,
+        min_change_pct=min_change_pct,
+        max_rounds=max_rounds,
+        rounds_needed=math.ceil(f.rounds),
+        resolvable_pct=math.expm1(f.smallest_change) * 100,
     )

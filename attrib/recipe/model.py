@@ -210,6 +210,7 @@ class Recipe:
     budget_s: float | None = None  # the recipe's default --budget
     search_method: SearchMethod = SearchMethod.POSTERIOR  # [search] method
     dependencies: tuple[DependencySpec, ...] = ()  # [[dependency]]: pins kept in files (recipe/dependency.py)
+    futility: bool = True  # [search] futility: false runs every test to its cap (core/futility.py)
 
     def select(self, patterns: Sequence[str]) -> tuple[BenchmarkSpec, ...]:
         """The benchmarks `--benchmark` names, each a name or a glob (`'gemm_*'`, `'*'` for every

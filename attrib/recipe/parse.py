@@ -124,6 +124,7 @@ _SEARCH: dict[str, tuple[Check, bool]] = {
     ),
     "budget": (_rule(str, lambda v: parse_duration(v) is not None, 'a duration such as "30m", "2h" or "90s"'), False),
     "method": (_enum(tuple(m.value for m in SearchMethod)), False),
+    "futility": (_BOOL, False),
 }
 _BENCH: dict[str, tuple[Check, bool]] = {
     "name": (_STR, True),
@@ -366,6 +367,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
         search_method=SearchMethod(search_t.get("method", SearchMethod.POSTERIOR.value)),
         dependencies=parse_dependencies(path, data["dependency"]) if "dependency" in data else (),
+        futility=bool(search_t.get("futility", True)),
     )
 
 

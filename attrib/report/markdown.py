@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from attrib.core.blocks import BlockReason
-from attrib.core.model import BuildHow, RevertStatus, SearchMethod, Status, Verdict
+from attrib.core.model import BuildHow, NoteKind, RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, innermost, rolls_section
 from attrib.report.group import cell as _cell
@@ -408,6 +408,8 @@ def _range_lines(result: BisectResult, plot: str | None, figure: str | None) -> 
     ]
     if result.group:  # the whole change above is the lead member's
         out[0] = f"- range: `{result.good[:10]}`..`{result.bad[:10]}` ({result.range_commits} commits)"
+    # the noise warning, once, where the reader is (whichever test showed it first)
+    out += [f"- {note_text(n)}" for n in result.notes if n.kind is NoteKind.TOO_NOISY][:1]
     for cp in result.detected:  # a job from the nightly history
         out.append(f"- detected in nightly history: `{cp.series}` of {cp.project} changed {cp.change_pct:+.2f} % between "
                    f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})")  # fmt: skip
@@ -439,8 +441,9 @@ def _findings(result: BisectResult) -> list[str]:
             "",
         ]
     out += _spent_where_it_decides(result)
-    if result.notes:
-        out += ["## Notes", ""] + [f"- {note_text(n)}" for n in result.notes] + [""]
+    notes = [n for n in result.notes if n.kind is not NoteKind.TOO_NOISY]  # said under the headline
+    if notes:
+        out += ["## Notes", ""] + [f"- {note_text(n)}" for n in notes] + [""]
     culprit_shas = {c.commit for c in result.culprits}
     out += [
         "## Tested commits",

@@ -78,14 +78,16 @@ def unresolved_text(causes: Sequence[Cause], min_change_pct: float, max_rounds: 
 
 
 def noise_warning(advice: NoiseAdvice) -> str:
-    """Said once the preflight has measured the noise, when a test that finds no change would
-    run to the cap: better known before the search than read off a row of inconclusive tests."""
+    """Said once, by the first test that showed it (the preflight, or a test stopped for
+    futility), when a test that finds no change cannot decide by the cap: the per-round noise,
+    the rounds a decision would need, and the smallest minimum change this machine decides."""
     a = advice
     return (
-        f"warning: the preflight's per-round noise is {a.sigma_pct:.1f} %: at that noise a test that finds no"
-        f" {a.min_change_pct:g} % change may need {a.rounds_needed} rounds, over --max-rounds {a.max_rounds}, so some"
-        f" tests may end inconclusive; --max-rounds {a.rounds_needed}, a quieter machine, or a min_change_pct of"
-        f" at least {a.resolvable_pct:.1f} % would let them decide"
+        f"warning: the per-round noise is {a.sigma_pct:.1f} %: at that noise a test that finds no"
+        f" {a.min_change_pct:g} % change may need {a.rounds_needed} rounds, over --max-rounds {a.max_rounds}, so such"
+        f" tests end undecided; the smallest min_change_pct this machine can decide in {a.max_rounds} rounds is"
+        f" {a.resolvable_pct:.1f} % (--max-rounds {a.rounds_needed}, a quieter machine, or a min_change_pct of"
+        f" at least {a.resolvable_pct:.1f} % would let them decide)"
     )
 
 
@@ -140,6 +142,15 @@ def note_text(note: Note) -> str:
                 f"WARNING: {c[0]} built again clean (no compiler cache, no incremental tree) gives other artifacts"
                 " than the build it was measured with: the cache or the reused tree gave a wrong binary, so its"
                 " verdicts are not to be trusted; clear the cache (or set incremental = false) and bisect again"
+            )
+        case NoteKind.TOO_NOISY:
+            return noise_warning(note.noise) if note.noise is not None else "the noise is too high for the minimum change"
+        case NoteKind.UNDECIDABLE:
+            step = "" if note.value is None else f"; only a step of at least {note.value:.1f} % could still have been ruled out"
+            return (
+                f"whether {c[0]} is worse than {c[1]} cannot be decided at this noise: stopped after {note.count} rounds,"
+                f" when the rounds left to the cap could no longer reach a verdict{step}; a further small culprit"
+                " between them cannot be ruled out"
             )
         case NoteKind.TEXT:
             return note.text

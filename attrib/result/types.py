@@ -255,6 +255,7 @@ class Settings:
     verify: VerifyMode = VerifyMode.CONFIRM
     search: SearchMethod = SearchMethod.SEQUENTIAL  # `[search] method` (schema 2 knew only the sequential one)
     ignore_below_pct: float | None = None  # a step this small is never named; None: no zone (the sequential search)
+    futility: bool = False  # tests stopped for futility (`[search] futility`); results before it ran every test to its cap
 
 
 @dataclass(frozen=True)

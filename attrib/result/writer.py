@@ -393,6 +393,7 @@ def _single_result(outcome: Outcome, ctx: RunContext, provenance: Provenance, ev
             search=ctx.recipe.search_method,
             # the zone decides only the posterior search; the sequential one sizes steps instead
             ignore_below_pct=ctx.bench.ignore_pct if ctx.recipe.search_method is SearchMethod.POSTERIOR else None,
+            futility=ctx.config.futility,
         ),
         recipe=RecipeRef(str(ctx.recipe.path), ctx.recipe.name, provenance.recipe_sha256),
         executor=_executor(ctx.executor, ctx.executor_info),

@@ -28,6 +28,7 @@ from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import Scope
 
+_UNDECIDED = (DecisionRule.CAP, DecisionRule.FUTILITY)  # a test that ended undecided, at its cap or before it
 MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search on
 MAX_FAILED_RUNS = 3  # runs of one commit that may fail before it is a skip
 TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
@@ -187,7 +188,7 @@ class PosteriorSearch:
             self._place(positions, after, unbuildable)
             held = sum(after.probs[last + 1 : k + 1])
             amb = tuple(positions[i] for i in amb_at)
-            if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:
+            if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule in _UNDECIDED and size < scope.config.beta:
                 # the zone's test ran to its cap, as it may for a step strictly inside the zone,
                 # and its rounds put this step below the minimum at 1 - beta: a smaller step
                 # (rule 1 lets it go unnamed), not an open range that makes a bisection with a

@@ -3,22 +3,20 @@
 No meaningful worsening ends the run as not reproduced; an undecided one ends it inconclusive,
 with the whole chain as its open range; references that do not build or cannot be measured end
 it with `ReferenceFailed`. When the noise it measured leaves a test that finds no change only
-the cap, the `NoiseAdvice` phase says so before the search (progress.py words it).
+the cap, it says so once (`Scope.say_noise`: a progress line and the report's warning).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from attrib.core.model import DecisionRule, Direction, NoiseAdvice, Phase, Purpose, Status, Step, Verdict
-from attrib.core.stats import TestConfig, min_change_shift, resolvable_change, to_pct, truncation_rounds
+from attrib.core.model import DecisionRule, Purpose, Status, Step, Verdict
+from attrib.core.stats import EXTEND_FACTOR
 from attrib.errors import BenchmarkMissing, ReferenceFailed
 from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import names_no_benchmark
 from attrib.outcome import Unresolved
-from attrib.recipe import BenchmarkSpec
 from attrib.segment.open_ranges import not_clearly_worse
 from attrib.segment.scope import Evidence, Scope
 
@@ -33,8 +31,11 @@ class Preflight:
 def preflight(scope: Scope, good: str, bad: str, chain: Sequence[str], posterior: bool) -> Preflight:
     """Compare bad against good (`chain`: the commits between them, oldest first)."""
     scope.phase(Step.PREFLIGHT, (bad, good))
-    (comp,) = scope.evidence.compare([bad], good, Purpose.PREFLIGHT)
     config = scope.config
+    # with the posterior method an undecided preflight at the cap is extended (below): the
+    # futility rule looks that far ahead before it calls the preflight undecidable
+    ahead = replace(config, horizon=config.max_rounds * EXTEND_FACTOR) if posterior else config
+    (comp,) = scope.evidence.compare([bad], good, Purpose.PREFLIGHT, ahead)
     if (
         posterior
         and comp.verdict is Verdict.INCONCLUSIVE
@@ -51,9 +52,7 @@ def preflight(scope: Scope, good: str, bad: str, chain: Sequence[str], posterior
         return Preflight(comp, Status.NOT_REPRODUCED)
     # Said for an undecided preflight too: there, what noise this is and what minimum would
     # fit is the advice the run most needs (benchmarks/REAL.md's wall-clock runs got none).
-    advice = noise_advice(comp, scope.bench, config)
-    if advice is not None:
-        scope.events.phase(Phase(Step.TOO_NOISY, noise=advice))
+    scope.say_noise(comp)
     if comp.verdict is Verdict.INCONCLUSIVE:
         return Preflight(comp, Status.INCONCLUSIVE, not_clearly_worse(good, bad, chain, comp, scope.bench.direction))
     return Preflight(comp)
@@ -74,18 +73,3 @@ def check_references(evidence: Evidence, good: str, bad: str, comp: Comparison) 
                 # the recipe names a benchmark the reference does not have: the input is wrong
                 raise BenchmarkMissing(f"the {role} revision {sha[:10]}: {failed[0]}")
         raise ReferenceFailed(f"cannot measure the references: {comp.reason}")
-
-
-def noise_advice(comp: Comparison, bench: BenchmarkSpec, config: TestConfig) -> NoiseAdvice | None:
-    """When this noise leaves tests that find no change only the cap: better known before the
-    search than read off a row of inconclusive tests. None when the noise is fine."""
-    needed = truncation_rounds(comp.sigma, min_change_shift(bench.min_change_pct), config)
-    if not (config.truncate and math.isfinite(comp.sigma) and needed > config.max_rounds):
-        return None
-    return NoiseAdvice(
-        sigma_pct=to_pct(comp.sigma, Direction.LOWER),
-        min_change_pct=bench.min_change_pct,
-        max_rounds=config.max_rounds,
-        rounds_needed=needed,
-        resolvable_pct=to_pct(resolvable_change(comp.sigma, config), Direction.LOWER),
-    )

@@ -9,8 +9,11 @@ the preflight's change.
 
 from __future__ import annotations
 
-from attrib.core.model import Note, NoteKind, Purpose, Verdict
-from attrib.core.stats import min_change_shift, remaining_upper, to_pct
+import math
+
+from attrib.core import futility
+from attrib.core.model import DecisionRule, Direction, Note, NoteKind, Purpose
+from attrib.core.stats import TRUNCATION_FACTOR, critical_z, min_change_shift, remaining_upper, to_pct
 from attrib.evaluate.records import Comparison
 from attrib.segment.scope import Scope
 
@@ -34,7 +37,7 @@ class RemainingChange:
         """A step found (a culprit's, or a smaller step's), by its confirmation."""
         self._found.append(confirmation)
 
-    def still_worse(self, end: str, reference: str) -> Verdict:
+    def still_worse(self, end: str, reference: str) -> Comparison:
         """Whether `end` is still worse than `reference` (the latest culprit, or the good end
         of a stretch before one): worth searching the commits between them, by a paired
         REMAINING test of the two (their byte-identical stand-ins with the posterior search).
@@ -51,7 +54,20 @@ class RemainingChange:
         if self.posterior:
             measured_end, measured_ref = scope.evidence.stand_in(end), scope.evidence.stand_in(reference)
         (comp,) = scope.evidence.compare([measured_end], measured_ref, Purpose.REMAINING)
-        return comp.verdict
+        return comp
+
+    def undecided(self, end: str, reference: str, comp: Comparison) -> Note:
+        """The note for a remaining-change test that ended undecided: at its cap, or stopped for
+        futility, when the stretch is undecidable at this noise; then with the smallest step the
+        rounds it had left could still have ruled out (the zone kept at its ratio)."""
+        if comp.rule is not DecisionRule.FUTILITY:
+            return Note(NoteKind.REMAINDER_UNDECIDED, (end, reference))
+        config, bench = self.scope.config, self.scope.bench
+        left = max(1, config.max_rounds - len(comp.diffs))
+        delta = min_change_shift(bench.min_change_pct)
+        f = futility.forecast(comp.sigma, 0, delta, config.ignore, left, critical_z(config), TRUNCATION_FACTOR)
+        step = to_pct(f.smallest_change, Direction.LOWER) if math.isfinite(f.smallest_change) else None
+        return Note(NoteKind.UNDECIDABLE, (end, reference), count=len(comp.diffs), value=step)
 
     def nothing_left(self) -> bool:
         """The posterior search: whether the steps found so far leave of the preflight's change

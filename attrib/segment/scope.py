@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
+from attrib.core import futility
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import BuildRecord, CommitInfo, Note, Phase, Purpose, Step, Verdict
-from attrib.core.stats import TestConfig
+from attrib.core.model import BuildRecord, CommitInfo, Note, NoteKind, Phase, Purpose, Step, Verdict
+from attrib.core.stats import TRUNCATION_FACTOR, TestConfig, critical_z, min_change_shift
 from attrib.evaluate.records import Account, CommitRecord, Comparison, PhaseTimes
 from attrib.events import Events
 from attrib.outcome import Found
@@ -105,6 +106,20 @@ class Scope:
 
     def note(self, note: Note) -> None:
         self._notes.append(note)
+
+    def say_noise(self, comp: Comparison) -> None:
+        """When this test's noise leaves a test that finds no change only the cap (the zone's
+        test, on its width, with the posterior method), say so once, as a progress line and in
+        the report: the first test that shows it, the preflight or one stopped for futility."""
+        if not self.config.truncate or any(n.kind is NoteKind.TOO_NOISY for n in self._notes):
+            return
+        c, delta = self.config, min_change_shift(self.bench.min_change_pct)
+        advice = futility.noise_advice(
+            comp.sigma, delta, c.ignore, c.max_rounds, critical_z(c), TRUNCATION_FACTOR, self.bench.min_change_pct
+        )
+        if advice is not None:
+            self.events.phase(Phase(Step.TOO_NOISY, noise=advice))
+            self.note(Note(NoteKind.TOO_NOISY, noise=advice))
 
     def phase(self, step: Step, commits: Sequence[str] = (), count: int = 0) -> None:
         """A progress event, with the time spent so far and per comparison for its ETA."""

@@ -1,0 +1,87 @@
+"""The futility rule in a bisection (issue 34): the real search and evaluation on simulated
+histories with the shape and noise of a tree measured on a real machine (a +17 % culprit, a
++0.7 % step before it, a +8.6 % culprit after it, 4 samples a run, per-round noise 12 %, six
+times the 2 % minimum). A stretch that cannot be decided at this noise is said to be so, after
+fewer rounds than the cap; the noise warning is said once, whichever test showed it; and
+`futility = false` (recipe) or TestConfig(futility=False) runs every test to its cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attrib.bisection import Bisection
+from attrib.core.model import DecisionRule, NoteKind, Phase, Purpose, Verdict
+from attrib.core.stats import TestConfig
+from attrib.errors import ConfigError
+from attrib.recipe import BenchmarkSpec, load_recipe
+from attrib.report.sentences import note_text, phase_text
+from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history, run_simulated
+
+TREE = linear_history(8, {2: 0.7, 4: 17.0, 7: 8.6}, small=frozenset({2}))
+NOISE = NoiseModel("gaussian", sigma=0.085, between=0.069)
+
+
+class _Phases:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def phase(self, phase: Phase) -> None:
+        self.lines.append(phase_text(phase))
+
+    def build_started(self, commit: object) -> None: ...
+    def build_finished(self, commit: object, record: object) -> None: ...
+    def round_done(self, *args: object) -> None: ...
+    def verdict(self, *args: object) -> None: ...
+
+
+def test_a_stretch_undecidable_at_this_noise_is_said_so_before_the_cap():
+    # Today's rule ran each remaining-change test of a quiet stretch to its 60 rounds to end
+    # undecided; with futility the same tests end undecided sooner, and the note says the
+    # stretch is undecidable at this noise and what step the rounds left could still rule out.
+    stopped, capped, notes = [], [], []
+    for seed in range(4):
+        new = run_simulated(TREE, NOISE, seed, TestConfig(), min_change_pct=2.0, reps=4).outcome
+        old = run_simulated(TREE, NOISE, seed, TestConfig(futility=False), min_change_pct=2.0, reps=4).outcome
+        stopped += [len(c.diffs) for c in new.comparisons if c.rule is DecisionRule.FUTILITY]  # type: ignore[attr-defined]
+        capped += [len(c.diffs) for c in old.comparisons if c.purpose is Purpose.REMAINING and c.verdict is Verdict.INCONCLUSIVE]  # type: ignore[attr-defined]
+        notes += [n for n in new.notes if n.kind is NoteKind.UNDECIDABLE]  # type: ignore[attr-defined]
+        assert not any(c.rule is DecisionRule.FUTILITY for c in old.comparisons)  # type: ignore[attr-defined]
+        assert [n.kind for n in new.notes].count(NoteKind.TOO_NOISY) == 1  # type: ignore[attr-defined]
+    assert capped and all(n == 60 for n in capped)
+    assert stopped and max(stopped) < 60 and sum(stopped) / len(stopped) < 30
+    assert notes and all(n.count < 60 and n.value is not None and n.value > 2.0 for n in notes)
+    text = note_text(notes[0])
+    assert "cannot be decided at this noise" in text and "could still have been ruled out" in text
+
+
+def test_the_noise_warning_comes_once_from_whichever_test_shows_it():
+    # The preflight measured too little to tell (here: a test run directly, as a remaining-change
+    # test is): the first test stopped for futility says it, and a second one says nothing more.
+    phases = _Phases()
+    bench = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0, reps=4)
+    engine = Bisection(TREE, SimBuilder(TREE), SimRunner(TREE, NOISE, 5, reps=4), bench, TestConfig(), 5, phases)  # type: ignore[arg-type]
+    scope = engine.scope
+    first = scope.compare_one(TREE.main[3], TREE.main[0], Purpose.REMAINING)
+    second = scope.compare_one(TREE.main[6], TREE.main[4], Purpose.REMAINING)
+    assert first.rule is DecisionRule.FUTILITY and first.verdict is Verdict.INCONCLUSIVE
+    assert second.rule is DecisionRule.FUTILITY
+    warned = [n for n in scope.notes if n.kind is NoteKind.TOO_NOISY]
+    assert len(warned) == 1 and warned[0].noise is not None and warned[0].noise.rounds_needed > 60
+    lines = [line for line in phases.lines if line.startswith("warning: the per-round noise")]
+    assert len(lines) == 1 and "smallest min_change_pct this machine can decide in 60 rounds" in lines[0]
+
+
+def test_the_recipe_can_ask_for_every_test_to_run_to_its_cap(tmp_path: Path):
+    recipe = tmp_path / "r.toml"
+    top = 'schema = 1\nname = "mini"\n[build]\ncommands = ["make"]\n'
+    bench = '[[benchmark]]\nname = "b"\nrunner = "command"\ncommand = ["./b"]\n'
+    recipe.write_text(top + bench)
+    assert load_recipe(recipe).futility is True
+    recipe.write_text(top + "[search]\nfutility = false\n" + bench)
+    assert load_recipe(recipe).futility is False
+    recipe.write_text(top + '[search]\nfutility = "no"\n' + bench)
+    with pytest.raises(ConfigError) as err:  # one clear line naming the file and the key
+        load_recipe(recipe)
+    assert "search.futility" in str(err.value) and str(recipe) in str(err.value)
