@@ -67,6 +67,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--no-futility", action="store_true", help="run every test to its cap (the rule before issue 34)")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="attrib-e2e-") as tmp:
@@ -80,7 +81,7 @@ def main() -> int:
             tree = generate_tree(root / f"repo{i}", sc.spec)
             start = time.monotonic()
             p = plan(tree.path, tree.good, tree.bad, recipe, [], "local", root / f"work{i}")
-            result = run_bisect(p, TestConfig(), args.seed, None)
+            result = run_bisect(p, TestConfig(futility=not args.no_futility), args.seed, None)
             wall = time.monotonic() - start
             named = [c.commit for c in result.culprits]
             if tree.culprits:
@@ -96,7 +97,8 @@ def main() -> int:
     lines = [
         "# End-to-end scenarios (real trees, real builds, real timing)",
         "",
-        f"Command: `.venv/bin/python benchmarks/e2e_scenarios.py --seed {args.seed}{' --quick' if args.quick else ''}`; "
+        f"Command: `.venv/bin/python benchmarks/e2e_scenarios.py --seed {args.seed}{' --quick' if args.quick else ''}"
+        f"{' --no-futility' if args.no_futility else ''}`; "
         f"date {date.today().isoformat()}; {correct}/{len(rows)} correct.",
         "",
         "| scenario | correct | status | builds | budget | samples | wall s |",

@@ -16,6 +16,10 @@ effect of k sigmas is a step of k % (k * sigma * 100 percent).
 
 Strategies, all drawing from the same `SimRunner` API:
   attrib      attrib.simulation.run_simulated: the real engine fed by the simulated runner
+  attrib-cap  the sequential search with every test run to its cap (`[search] futility = false`)
+  attrib-posterior      the same, the posterior search (the default)
+  attrib-posterior-cap  the posterior search with every test run to its cap (`[search] futility
+              = false`, the rule before issue 34)
   pinpoint    benchmarks/baselines.py: Chromium Pinpoint's bisection (10..160 single-value
               attempts per commit, min(MWU, KS) p-values, midpoints between differing commits),
               its "same" threshold re-derived the way Pinpoint derives its table
@@ -60,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import BASELINES  # noqa: E402
 
-from attrib.core.stats import DEFAULT_MAX_ROUNDS  # noqa: E402
+from attrib.core.stats import DEFAULT_MAX_ROUNDS, TestConfig  # noqa: E402
 from attrib.errors import AttribError  # noqa: E402
 from attrib.simulation import NoiseModel, SimHistory, SimRunner, linear_history, run_simulated  # noqa: E402
 
@@ -69,7 +73,7 @@ DRIFT_PER_RUN = 0.02 * SIGMA  # drift family: the machine slows by 0.02 sigma pe
 FAIL_RATE = 0.03  # failed-runs families: this fraction of runs crash
 SPELL = -2.0 * SIGMA  # spells family: the machine runs 2 sigma fast for 12 runs, one stretch in three
 NULL_MIN_CHANGE_SIGMAS = (0.25, 0.5, 1.0, 1.5, 2.5)  # no-regression trials draw min_change from these
-STRATEGIES = ("attrib", "attrib-posterior", "pinpoint", "pinpoint-today", "pinpoint-p0.5", "git-bisect", "asv-find")
+STRATEGIES = ("attrib", "attrib-cap", "attrib-posterior", "attrib-posterior-cap", "pinpoint", "pinpoint-today", "pinpoint-p0.5", "git-bisect", "asv-find")
 REPS = 10  # samples per run (block) for attrib, git bisect and asv find
 
 
@@ -245,11 +249,12 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
     """One strategy on one trial, scored."""
     hist = trial.history()
     truth = tuple(hist.culprits)
-    if strategy in ("attrib", "attrib-posterior"):
-        method = "posterior" if strategy == "attrib-posterior" else "sequential"
+    if strategy in ("attrib", "attrib-cap", "attrib-posterior", "attrib-posterior-cap"):
+        method = "posterior" if strategy.startswith("attrib-posterior") else "sequential"
+        config = TestConfig(futility=not strategy.endswith("-cap"))
         try:
             out = run_simulated(
-                hist, trial.noise, trial.seed, min_change_pct=trial.min_change_pct, reps=REPS, method=method
+                hist, trial.noise, trial.seed, config, min_change_pct=trial.min_change_pct, reps=REPS, method=method
             )
         except AttribError as exc:  # e.g. ReferenceFailed: counted as an error, nothing named
             return Record(

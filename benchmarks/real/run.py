@@ -77,7 +77,9 @@ def attrib_exe() -> str:
     return str(local) if local.exists() else "attrib"
 
 
-def run_attrib(case: Case, clock: str, src: Path, root: Path, recipe_toml: str | None = None) -> dict:
+def run_attrib(
+    case: Case, clock: str, src: Path, root: Path, recipe_toml: str | None = None, extra: tuple[str, ...] = ()
+) -> dict:
     work = root / "attrib-work"
     shutil.rmtree(work, ignore_errors=True)
     recipe = root / "recipe.toml"
@@ -100,6 +102,7 @@ def run_attrib(case: Case, clock: str, src: Path, root: Path, recipe_toml: str |
         str(out_json),
         "--report",
         str(out_md),
+        *extra,
     ]
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -226,6 +229,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-real"))
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--only", choices=("attrib", "git"), default=None)
+    ap.add_argument("--no-futility", action="store_true", help="attrib runs every test to its cap (issue 34's before)")
     ap.add_argument(
         "--clock", choices=tuple(CLOCKS), default="cpu", help="what the workload times (default: its CPU time)"
     )
@@ -258,7 +262,7 @@ def main() -> int:
             "loadavg": {"start": loadavg()},
         }
         if args.only in (None, "attrib"):
-            rec["attrib"] = run_attrib(case, args.clock, src, root)
+            rec["attrib"] = run_attrib(case, args.clock, src, root, extra=("--no-futility",) if args.no_futility else ())
             rec["loadavg"]["after_attrib"] = loadavg()
             a = rec["attrib"]
             print(
