@@ -223,7 +223,7 @@ def compare(
     seed: int = SeedOpt,
 ) -> None:
     """One sequential comparison: is CANDIDATE worse than REFERENCE? Exit 0 worse, 10 not worse,
-    11 undecided at the cap, 2 bad input, 1 other failure."""
+    11 undecided (at the cap, or once the rounds left could not decide), 2 bad input, 1 other failure."""
     from attrib.job import plan, run_compare
 
     def go() -> int:

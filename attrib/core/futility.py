@@ -42,7 +42,6 @@ from attrib.core.model import NoiseAdvice
 FUTILITY_AT = 0.2  # stop when (an upper bound of) the chance of a verdict by the cap is below this
 FUTILITY_MIN_DOF = 12  # the noise must rest on this many degrees of freedom before a test is curtailed
 SIGMA_LOW_QUANTILE = 0.05  # the noise's lower confidence bound the rule also asks at (optimistic)
-FAR_BEYOND = 4.0  # a forecast this many times the rounds left, even at the low noise: undecidable here
 _NODES, _WEIGHTS = hermegauss(24)  # the step's predictive normal, by Gauss-Hermite quadrature
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
@@ -145,11 +144,6 @@ class Forecast:
     rounds_low: float  # at its lower confidence bound: the fewest the noise allows
     horizon: int  # the rounds the test may run (its cap, with an extension where one follows)
     smallest_change: float  # the smallest minimum change (log) the horizon decides, at the same zone ratio
-
-    @property
-    def beyond(self) -> bool:
-        """Far beyond the horizon even at the low noise: the test can rule out only larger steps."""
-        return self.rounds_low > FAR_BEYOND * self.horizon
 
 
 def forecast(sd: float, dof: int, delta: float, ignore: float, horizon: int, z: float, factor: float) -> Forecast:

@@ -477,7 +477,7 @@ def _findings(result: BisectResult) -> list[str]:
 _COMPARE_VERDICT = {
     Verdict.BAD: "worse",
     Verdict.GOOD: "not worse",
-    Verdict.INCONCLUSIVE: "undecided at the round cap",
+    Verdict.INCONCLUSIVE: "undecided at the round cap, or before it once the rounds left could not decide",
     Verdict.SKIP: "not measured",
 }
 
