@@ -157,14 +157,19 @@ def main() -> int:
     ap.add_argument("--family", action="append", default=None, help="only these scenario families")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--sequential", action="store_true", help="the sequential search's families too")
+    ap.add_argument("--part", action="append", choices=("tests", "tree", "families"), default=None,
+                    help="only these tables (repeatable; default all)")  # fmt: skip
     args = ap.parse_args()
     start = time.monotonic()
     out = ["## Futility (issue 34): one test, the real tree's shape, every family; futility against to the cap", ""]
     out += [f"Command: `.venv/bin/python benchmarks/futility.py {' '.join(sys.argv[1:])}`", ""]
-    out += ["### One test", "", *tests_table(args.tests), ""]
-    out += ["### The real tree's shape and noise", "", *tree_table(args.trials), ""]
+    parts = set(args.part or ("tests", "tree", "families"))
+    if "tests" in parts:
+        out += ["### One test", "", *tests_table(args.tests), ""]
+    if "tree" in parts:
+        out += ["### The real tree's shape and noise", "", *tree_table(args.trials), ""]
     families = [f for f in FAMILIES if not args.family or f.name in args.family]
-    for new, old in PAIRS[: 2 if args.sequential else 1]:
+    for new, old in PAIRS[: 2 if args.sequential else 1] if "families" in parts else ():
         records = run_all(families, {f.name: args.trials for f in families}, args.seed, (new, old), args.workers)
         out += [f"### Every family of benchmarks/scenarios.py: `{new}` against `{old}`", ""]
         out += [*families_table(records, new, old), ""]
