@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from attrib.core.model import Note, NoteKind, RollRelation, SearchMethod, Status, Step, Verdict
+from attrib.core.model import DecisionRule, Note, NoteKind, RollRelation, SearchMethod, Status, Step, Verdict
 from attrib.core.stats import TestConfig
 from attrib.evaluate.evaluation import Stage
 from attrib.evaluate.records import Comparison
@@ -250,6 +250,11 @@ class Bisection:
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:
         account = self.evidence.account([good, bad, *(c.commit for c in culprits)])
+        # the noise warning, when the preflight measured too little to give it: from the first
+        # test stopped for futility (Scope.say_noise says it once)
+        stopped = [c for c in account.comparisons if c.rule is DecisionRule.FUTILITY]
+        if stopped:
+            self.scope.say_noise(stopped[0])
         return Outcome(
             status=status,
             good=good,

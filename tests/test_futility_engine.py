@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from attrib.bisection import Bisection
-from attrib.core.model import DecisionRule, NoteKind, Phase, Purpose, Verdict
+from attrib.bisection import bisection
+from attrib.core.model import DecisionRule, NoteKind, Phase, Purpose, Status, Verdict
 from attrib.core.stats import TestConfig
 from attrib.errors import ConfigError
 from attrib.recipe import BenchmarkSpec, load_recipe
 from attrib.report.sentences import note_text, phase_text
+from attrib.segment.preflight import Preflight
 from attrib.simulation import NoiseModel, SimBuilder, SimRunner, linear_history, run_simulated
 
 TREE = linear_history(8, {2: 0.7, 4: 17.0, 7: 8.6}, small=frozenset({2}))
@@ -57,17 +58,20 @@ def test_a_stretch_undecidable_at_this_noise_is_said_so_before_the_cap():
 
 
 def test_the_noise_warning_comes_once_from_whichever_test_shows_it():
-    # The preflight measured too little to tell (here: a test run directly, as a remaining-change
-    # test is): the first test stopped for futility says it, and a second one says nothing more.
+    # The preflight measured too little to tell (here: no preflight said it; two tests run as
+    # remaining-change tests are): the first test stopped for futility says it when the outcome
+    # is made, and the second one says nothing more.
     phases = _Phases()
     bench = BenchmarkSpec(name="sim", runner="command", command=("x",), min_change_pct=2.0, reps=4)
-    engine = Bisection(TREE, SimBuilder(TREE), SimRunner(TREE, NOISE, 5, reps=4), bench, TestConfig(), 5, phases)  # type: ignore[arg-type]
-    scope = engine.scope
-    first = scope.compare_one(TREE.main[3], TREE.main[0], Purpose.REMAINING)
-    second = scope.compare_one(TREE.main[6], TREE.main[4], Purpose.REMAINING)
+    engine = bisection(TREE, SimBuilder(TREE), SimRunner(TREE, NOISE, 5, reps=4), bench, TestConfig(), 5, phases)  # type: ignore[arg-type]
+    ev = engine.scope.evidence
+    (first,) = ev.compare([TREE.main[3]], TREE.main[0], Purpose.REMAINING)
+    (second,) = ev.compare([TREE.main[6]], TREE.main[4], Purpose.REMAINING)
     assert first.rule is DecisionRule.FUTILITY and first.verdict is Verdict.INCONCLUSIVE
     assert second.rule is DecisionRule.FUTILITY
-    warned = [n for n in scope.notes if n.kind is NoteKind.TOO_NOISY]
+    assert not [n for n in engine.scope.notes if n.kind is NoteKind.TOO_NOISY]
+    outcome = engine.finish(TREE.good, TREE.bad, Preflight(first, Status.INCONCLUSIVE))
+    warned = [n for n in outcome.notes if n.kind is NoteKind.TOO_NOISY]
     assert len(warned) == 1 and warned[0].noise is not None and warned[0].noise.rounds_needed > 60
     lines = [line for line in phases.lines if line.startswith("warning: the per-round noise")]
     assert len(lines) == 1 and "smallest min_change_pct this machine can decide in 60 rounds" in lines[0]
