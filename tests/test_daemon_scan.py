@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attrib.daemon.scan import Cost, flag_block, json_depth
+from attrib.formats.nvbench import run_line
 
 # The old patterns, kept here as the reference of what the scans must find.
 OLD_FENCE = re.compile(r"```attrib-flag\s*\n(.*?)\n\s*```", re.S)
@@ -134,3 +135,26 @@ def test_fuzzed_text_keeps_the_bound(text: str, body: bytes):
     cost = Cost()
     json_depth(body, cost)
     assert cost.examined <= PER_CHAR * len(body) + 64
+
+
+# --- the NVBench log's "Run:" line (the output of the commit under test) ----------------------------
+
+OLD_RUN = re.compile(r"^Run:\s+(?:\[\d+/\d+\]\s+)?(?P<bench>.+?) \[(?P<state>.*)\]\s*$")
+run_text = st.lists(st.sampled_from(["Run:", " ", "\t", "[", "]", "1", "/", "a", " [", "[1/4]", "x y", "\u00a0"]), max_size=12).map("".join)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(run_text)
+def test_the_run_line_reader_finds_what_the_old_pattern_found(line: str):
+    m = OLD_RUN.match(line)
+    assert run_line(line) == ((m["bench"], m["state"]) if m else None)
+
+
+def test_the_run_line_reader_on_nvbench_lines_and_long_hostile_ones():
+    assert run_line("Run:  [1/4] copy [Device=0 T=F32]") == ("copy", "Device=0 T=F32")
+    assert run_line("Run:  copy [Device=0]   ") == ("copy", "Device=0")
+    # linear: the old pattern tried every " [" with a scan to the end (quadratic); the reader
+    # makes a constant number of passes whatever the line. Counted as the starts it considers.
+    hostile = "Run: " + " [" * 200_000
+    assert run_line(hostile) is None
+    assert run_line("Run:" + " " * 200_000 + "x") is None

@@ -25,6 +25,7 @@ times: that is a failed measurement, not a malformed file.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import struct
@@ -225,8 +226,12 @@ def _fact(v: Any) -> str:
 
 # --- the markdown log: what the JSON does not say ------------------------------------------
 
-# markdown_printer.cu: "Run:  [1/4] copy [Device=0 T=F32]" (the progress part is optional)
-_RUN = re.compile(r"^Run:\s+(?:\[\d+/\d+\]\s+)?(?P<bench>.+?) \[(?P<state>.*)\]\s*$")
+# markdown_printer.cu: "Run:  [1/4] copy [Device=0 T=F32]" (the progress part is optional).
+# What the pattern ^Run:\s+(?:\[\d+/\d+\]\s+)?(.+?) \[(.*)\]\s*$ captures, read by run_line in
+# linear time: that pattern backtracked quadratically on a long line (the log is the output of
+# the commit under test, whatever that commit prints).
+_PROGRESS = re.compile(r"\[\d+/\d+\]")
+_SPACE = re.compile(r"\s*+")
 # measure_cold.cu: "Warn: GPU throttled below threshold (...) on sample N. Discarding ..."
 _THROTTLED = re.compile(r"^Warn:\s+GPU throttled below threshold")
 
@@ -237,8 +242,38 @@ def nvbench_throttle_discards(log: str) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int] = {}
     current: tuple[str, str] | None = None
     for line in log.splitlines():
-        if m := _RUN.match(line):
-            current = (m["bench"], m["state"])
+        if (run := run_line(line)) is not None:
+            current = run
         elif current is not None and _THROTTLED.match(line):
             counts[current] = counts.get(current, 0) + 1
     return counts
+
+
+def run_line(line: str) -> tuple[str, str] | None:
+    """(benchmark, state) of an NVBench "Run:" line, exactly as the pattern above captures them,
+    in linear time. The line must end with "]" (then only whitespace); the benchmark starts at
+    the first place the pattern's backtracking order allows (the longest whitespace and the
+    progress part first) from which a " [" follows, and ends at the first such " [": whether
+    one follows is one comparison with the last " [" of the line, whatever the start."""
+    if not line.startswith("Run:"):
+        return None
+    body = line.rstrip()
+    last = body.rfind(" [")
+    if not body.endswith("]") or last < 0:
+        return None
+    ws_end = _space_end(line, 4)
+    if ws_end == 4:
+        return None
+    grouped: range = range(0)
+    if (p := _PROGRESS.match(line, ws_end)) and (after := _space_end(line, p.end())) > p.end():
+        grouped = range(after, p.end(), -1)  # the group, its whitespace longest first
+    for start in itertools.chain(grouped, range(ws_end, 4, -1)):  # then no group, longest first
+        if last >= start + 1:
+            cut = body.find(" [", start + 1)
+            return line[start:cut], body[cut + 2 : -1]
+    return None
+
+
+def _space_end(text: str, pos: int) -> int:
+    m = _SPACE.match(text, pos)
+    return m.end() if m else pos
