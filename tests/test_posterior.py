@@ -9,16 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from attrib.core.posterior import (
-    Action,
-    build_price,
-    builds_needed,
-    mixture_bits,
-    next_request,
-    next_requests,
-    posterior,
-    round_corrected,
-)
+from attrib.core.posterior import mixture_bits, posterior, round_corrected
+from attrib.core.requests import Action, build_price, builds_needed, next_request, next_requests
 from attrib.core.stats import CONFIRM_MIN_ROUNDS
 from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES
 
@@ -336,7 +328,7 @@ def test_a_boundary_between_two_measured_neighbours_is_confirmed_early():
 
 
 def test_commits_between_two_unbuildable_ones_with_nothing_built_between_are_inside_the_break():
-    from attrib.core.posterior import inside_breaks
+    from attrib.core.requests import inside_breaks
 
     assert inside_breaks({31, 33}, [0, 29, 36, 64]) == {32}
     assert inside_breaks({30, 34}, [0, 29, 36, 64]) == {31, 32, 33}

@@ -32,15 +32,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from attrib.core.posterior import (
-    DEFAULT_BUILD_COST,
-    DEFAULT_LOCATE_AT,
-    MIN_LOCATE_DOF,
-    Posterior,
-    build_price,
-    commit_level,
-    mixture_bits,
-)
+from attrib.core.posterior import Posterior, commit_level, mixture_bits
+from attrib.core.requests import DEFAULT_BUILD_COST, DEFAULT_LOCATE_AT, MIN_LOCATE_DOF, build_price
 
 M = TypeVar("M", bound=Hashable)
 
@@ -212,7 +205,7 @@ def _held(post: Posterior, hit: tuple[int, tuple[int, ...]]) -> float:
 
 def _bits(view: MemberView, open_: Sequence[int]) -> np.ndarray:
     """Expected bits of one more block at each open position, for one member: as the single
-    search values it (core/posterior.next_requests), a measured commit's next block read with
+    search values it (core/requests.next_requests), a measured commit's next block read with
     its own blocks' level shrunk towards either side."""
     post = view.post
     cdf = np.cumsum(post.probs)

@@ -26,7 +26,8 @@ from dataclasses import replace
 from typing import Any
 
 from attrib.core import group as grouped
-from attrib.core import posterior as locate
+from attrib.core import posterior as model
+from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Verdict
 from attrib.core.stats import min_change_shift, size_posterior
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
@@ -110,7 +111,7 @@ class GroupSearch:
         """Each undecided member's posterior from its own blocks, and under the shared prior."""
         n = len(positions) - 1
         blocks = {m: self.searches[m]._data(positions) for m in active}
-        own = {m: locate.posterior(n, blocks[m], tau=self.searches[m].tau, anchored=True) for m in active}
+        own = {m: model.posterior(n, blocks[m], tau=self.searches[m].tau, anchored=True) for m in active}
         priors = grouped.shared_prior({m: p.probs for m, p in own.items()})
         views = {m: grouped.MemberView(grouped.with_prior(own[m], priors[m]), blocks[m]) for m in active}
         return views, priors
@@ -142,7 +143,7 @@ class GroupSearch:
             return OutOfTime(last, k)
         size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
         confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
-        own = locate.posterior(n, search._data(positions), tau=search.tau, anchored=True)
+        own = model.posterior(n, search._data(positions), tau=search.tau, anchored=True)
         after = grouped.with_prior(own, prior)
         search._place(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from attrib.core import posterior as locate
+from attrib.core import posterior as model
+from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
 from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
@@ -44,7 +45,7 @@ def build_budget(n: int) -> int:
     keeps building because its model misfits (a second step below the minimum leaves commits
     at neither level, and the posterior never settles), or that walks through a build break
     one failed commit at a time. Spent, the search measures the commits it has and names the
-    gap between two of them (core/posterior.next_requests, `builds_left`)."""
+    gap between two of them (core/requests.next_requests, `builds_left`)."""
     return math.ceil(math.log2(max(n, 2))) + BUILD_SLACK
 
 
@@ -92,7 +93,7 @@ class PosteriorSearch:
         """Every block of the segment, each less the machine's state the reference's blocks
         show around its round (core/posterior.round_corrected)."""
         levels = [self._levels(sha) for sha in positions]
-        return locate.round_corrected(
+        return model.round_corrected(
             {i: b for i, (b, _) in enumerate(levels)}, {i: r for i, (_, r) in enumerate(levels)}
         )
 
@@ -144,92 +145,115 @@ class PosteriorSearch:
                 spent += self._extend(positions[req.position], reference)
                 continue
             self._place(positions, post, unbuildable)
-            k, last = req.position, req.last_good
-            amb_at = req.ambiguous
+            k, last, amb_at = req.position, req.last_good, req.ambiguous
             if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
-                # The cap is spent and no one position holds: the one-step model does not fit (a
-                # second step puts some commits at neither level; the Student-t residuals then let
-                # either end be the outlier) or the noise is at the cap. Between the two measured
-                # commits around the most probable position the one-step model holds again, so
-                # that gap is searched as a segment of its own (its own build budget: log2 of its
-                # width); the driver's remaining-change rule takes the rest of the range, as after
-                # any culprit. Confirming the most probable position itself would name a commit no
-                # data point at (with the gap's mass shared uniformly, that is its first commit).
-                # A gap of one commit is confirmed as it is, against its nearest buildable parent.
-                top = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
-                bottom = max(i for i in range(top) if i not in unbuildable and blocks.get(i))
-                if 1 < top - bottom < n and any(i not in unbuildable for i in range(bottom + 1, top)):
-                    inner = self.search(positions[bottom + 1 : top + 1], positions[bottom])
-                    if isinstance(inner, OutOfTime):
-                        return OutOfTime(inner.last_good + bottom, inner.first_bad + bottom)
-                    return inner
-                k, last = post.map, post.map - 1
-                while last > 0 and last in unbuildable:
-                    last -= 1
-                amb_at = tuple(range(last + 1, k))
-            culprit, last_good = positions[k], positions[last]
-            scope.phase(Step.CONFIRMING, (culprit, last_good))
-            # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
-            # with the segment's reference beside them in every round: its blocks there place the
-            # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
-            (confirm,) = ev.compare(
-                [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
-                alongside=(ev.stand_in(reference),),
-            )  # fmt: skip
-            if confirm.rule is DecisionRule.BUDGET:
-                return OutOfTime(last, k)
-            # the zone decided the confirmation; its size, P(step >= the minimum), is still what
-            # the result reports beside the estimate
-            size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
-            confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
-            after = locate.posterior(n, self._data(positions), tau=self.tau, anchored=True)
-            # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
-            # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
-            self._place(positions, after, unbuildable)
-            held = sum(after.probs[last + 1 : k + 1])
-            amb = tuple(positions[i] for i in amb_at)
-            if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule in _UNDECIDED and size < scope.config.beta:
-                # the zone's test ran to its cap, as it may for a step strictly inside the zone,
-                # and its rounds put this step below the minimum at 1 - beta: a smaller step
-                # (rule 1 lets it go unnamed), not an open range that makes a bisection with a
-                # real culprit inconclusive, nor two more confirmations of 60 rounds that end the
-                # same way; the driver's remaining-change rule looks for the rest of the change
-                return SmallerStep(culprit, last_good, confirm, size)
-            if confirm.verdict is Verdict.GOOD and (
-                held >= locate.DEFAULT_LOCATE_AT
-                or req.action is locate.Action.EXHAUSTED
-                or retries >= MAX_CONFIRM_RETRIES
-            ):
-                # the paired rounds put the step between these two at or below ignore_below (a
-                # step of the minimum there is called GOOD with at most beta): never a culprit,
-                # whether the posterior still holds it or the search has nothing left to ask; the
-                # driver's remaining-change rule looks for what the rest of the change is
-                return SmallerStep(culprit, last_good, confirm, size)
-            if (
-                confirm.verdict is Verdict.BAD
-                and req.provisional
-                and held < locate.DEFAULT_LOCATE_AT
-                and retries < MAX_CONFIRM_RETRIES
-            ):
-                # located before the noise was known: with the confirmation's rounds it is, and
-                # the posterior no longer holds this position; the search goes on with them
-                retries += 1
-                scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
-                continue
-            if (
-                confirm.verdict is Verdict.BAD
-                or req.action is locate.Action.EXHAUSTED
-                or retries >= MAX_CONFIRM_RETRIES
-            ):
-                if confirm.verdict is not Verdict.BAD:
-                    scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
-                return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
+                gap = self._exhausted(positions, post, blocks, unbuildable)
+                if not isinstance(gap, tuple):
+                    return gap
+                k, last, amb_at = gap
+            found = self._confirm(positions, req, k, last, amb_at, unbuildable, retries)
+            if found is not None:
+                return found
             retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
-            scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+
+    def _exhausted(
+        self, positions: list[str], post: model.Posterior, blocks: dict[int, list[float]], unbuildable: set[int]
+    ) -> Found | tuple[int, int, tuple[int, ...]]:
+        """The cap is spent and no one position holds: the one-step model does not fit (a
+        second step puts some commits at neither level; the Student-t residuals then let either
+        end be the outlier) or the noise is at the cap. Between the two measured commits around
+        the most probable position the one-step model holds again, so that gap is searched as a
+        segment of its own (its own build budget: log2 of its width), and what it finds is
+        returned; the driver's remaining-change rule takes the rest of the range, as after any
+        culprit. Confirming the most probable position itself would name a commit no data point
+        at (with the gap's mass shared uniformly, that is its first commit). A gap of one commit
+        is confirmed as it is, against its nearest buildable parent: (culprit, last good,
+        ambiguous positions) are returned for it."""
+        n = len(positions) - 1
+        top = min(i for i in range(post.map, n + 1) if i not in unbuildable and blocks.get(i))
+        bottom = max(i for i in range(top) if i not in unbuildable and blocks.get(i))
+        if 1 < top - bottom < n and any(i not in unbuildable for i in range(bottom + 1, top)):
+            inner = self.search(positions[bottom + 1 : top + 1], positions[bottom])
+            if isinstance(inner, OutOfTime):
+                return OutOfTime(inner.last_good + bottom, inner.first_bad + bottom)
+            return inner
+        k, last = post.map, post.map - 1
+        while last > 0 and last in unbuildable:
+            last -= 1
+        return k, last, tuple(range(last + 1, k))
+
+    def _confirm(
+        self,
+        positions: list[str],
+        req: locate.Request,
+        k: int,
+        last: int,
+        amb_at: tuple[int, ...],
+        unbuildable: set[int],
+        retries: int,
+    ) -> Found | None:
+        """The located step confirmed, culprit^ against culprit, and what that means: a culprit,
+        a smaller step, the deadline; None when the search goes on (the confirmation's rounds,
+        blocks of both, moved the posterior; noted why)."""
+        scope, ev = self.scope, self.scope.evidence
+        n, reference = len(positions) - 1, positions[0]
+        culprit, last_good = positions[k], positions[last]
+        scope.phase(Step.CONFIRMING, (culprit, last_good))
+        # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
+        # with the segment's reference beside them in every round: its blocks there place the
+        # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
+        (confirm,) = ev.compare(
+            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
+            alongside=(ev.stand_in(reference),),
+        )  # fmt: skip
+        if confirm.rule is DecisionRule.BUDGET:
+            return OutOfTime(last, k)
+        # the zone decided the confirmation; its size, P(step >= the minimum), is still what
+        # the result reports beside the estimate
+        size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
+        confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
+        after = model.posterior(n, self._data(positions), tau=self.tau, anchored=True)
+        # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
+        # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
+        self._place(positions, after, unbuildable)
+        held = sum(after.probs[last + 1 : k + 1])
+        amb = tuple(positions[i] for i in amb_at)
+        exhausted = req.action is locate.Action.EXHAUSTED
+        if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule in _UNDECIDED and size < scope.config.beta:
+            # the zone's test ran to its cap, as it may for a step strictly inside the zone,
+            # and its rounds put this step below the minimum at 1 - beta: a smaller step
+            # (rule 1 lets it go unnamed), not an open range that makes a bisection with a
+            # real culprit inconclusive, nor two more confirmations of 60 rounds that end the
+            # same way; the driver's remaining-change rule looks for the rest of the change
+            return SmallerStep(culprit, last_good, confirm, size)
+        if confirm.verdict is Verdict.GOOD and (
+            held >= locate.DEFAULT_LOCATE_AT or exhausted or retries >= MAX_CONFIRM_RETRIES
+        ):
+            # the paired rounds put the step between these two at or below ignore_below (a
+            # step of the minimum there is called GOOD with at most beta): never a culprit,
+            # whether the posterior still holds it or the search has nothing left to ask; the
+            # driver's remaining-change rule looks for what the rest of the change is
+            return SmallerStep(culprit, last_good, confirm, size)
+        if (
+            confirm.verdict is Verdict.BAD
+            and req.provisional
+            and held < locate.DEFAULT_LOCATE_AT
+            and retries < MAX_CONFIRM_RETRIES
+        ):
+            # located before the noise was known: with the confirmation's rounds it is, and
+            # the posterior no longer holds this position; the search goes on with them
+            scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
+            return None
+        if confirm.verdict is Verdict.BAD or exhausted or retries >= MAX_CONFIRM_RETRIES:
+            if confirm.verdict is not Verdict.BAD:
+                scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
+            return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
+        scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+        return None
 
     def _inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
         """Commits between two that do not build, with nothing built between them, are taken to
-        be inside the break (core/posterior.inside_breaks): never built, skipped like the break,
+        be inside the break (core/requests.inside_breaks): never built, skipped like the break,
         and said once per stretch. Only failed builds make a break: a commit that builds but
         whose runs fail is lost to the search too, but says nothing about its neighbours."""
         ev = self.scope.evidence
@@ -248,11 +272,11 @@ class PosteriorSearch:
             if i >= 0:
                 stretch.append(i)
 
-    def _credible_range(self, post: locate.Posterior) -> tuple[int, int]:
+    def _credible_range(self, post: model.Posterior) -> tuple[int, int]:
         req = locate.credible_range(post, frozenset(), locate.DEFAULT_LOCATE_AT)
         return req.last_good, req.position
 
-    def _place(self, positions: list[str], post: locate.Posterior, unbuildable: set[int]) -> None:
+    def _place(self, positions: list[str], post: model.Posterior, unbuildable: set[int]) -> None:
         """Verdicts for the report: each measured commit's side where the posterior settles it.
         A commit byte-identical to a measured one was placed by its twin's blocks, with no
         samples of its own: it says so, as the sequential search's same-artifact verdicts do."""

@@ -1,0 +1,427 @@
+"""What the posterior search asks for next, from the posterior of core/posterior.py: pure.
+
+`next_requests` first *locates*: CONFIRM once one position (with the unbuildable commits right
+before it, which no data can tell apart) holds `locate_at`, or early, provisionally, when the
+change lies between two adjacent measured commits; else it *batches*: the MEASUREs and BUILDs
+with the most expected bits per unit of cost (core/posterior.mixture_bits: the information one
+block gives about "is j on the bad side"), each valued as if the sides of the ones chosen before
+it were known; EXTEND a commit at its block cap that still decides the boundary; EXHAUSTED with
+the credible range when nothing is worth asking. An unmeasured commit costs a build plus a
+block (`build_cost` blocks in all, dearer as the segment's build budget runs short of what
+locating still needs: `build_price`); a measured one costs one block. Commits inside a build
+break are skipped without a build (`inside_breaks`).
+
+This module never builds, runs or prints: it takes block levels and returns requests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from attrib.core.posterior import Posterior, commit_level, mixture_bits, posterior
+
+MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before sigma's usual bound is trusted to locate
+LOCATE_SIGMA_QUANTILE = 0.01  # below MIN_LOCATE_DOF a position is located only if it holds at sigma's 99 % bound
+DEFAULT_LOCATE_AT = 0.99  # stop when one position (or an ambiguous range) holds this much
+DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, compile, first run)
+# what a commit with a prebuilt binary ([build] prebuilt) costs against a build: the archive is
+# fetched and unpacked, nothing compiled; its first block is still measured (at least 1)
+PREBUILT_COST_FRACTION = 0.1
+CONFIRM_EARLY_AT = 0.9  # ... or confirm at once, provisionally, a gap of two adjacent measured commits holding this
+BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
+ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
+MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
+BUILD_SLACK_EASY = 2.0  # builds to spare beyond what locating still needs at which a build costs `build_cost`
+BUILD_PRICE_STEP = 4.0  # each build of spare lost below BUILD_SLACK_EASY adds this many times `build_cost`
+
+
+class Action(StrEnum):
+    """What the search asks the evaluation stage for next."""
+
+    MEASURE = "measure"  # one more block of a built commit
+    BUILD = "build"  # build a commit and measure its first block
+    EXTEND = "extend"  # a commit at its block cap still decides the boundary: more samples, once
+    CONFIRM = "confirm"  # the posterior holds one position: confirm culprit^ vs culprit
+    EXHAUSTED = "exhausted"  # nothing left to learn within the block cap: report the credible range
+
+
+@dataclass(frozen=True)
+class Request:
+    action: Action
+    position: int = 0  # MEASURE/BUILD/EXTEND: where; CONFIRM: the culprit's position
+    last_good: int = 0  # CONFIRM: the position it is confirmed against
+    ambiguous: tuple[int, ...] = ()  # CONFIRM/EXHAUSTED: unbuildable or open positions beside it
+    value: float = 0.0  # expected bits per unit of cost of a MEASURE/BUILD
+    provisional: bool = False  # CONFIRM: located with the noise not yet known (fewer than
+    # MIN_LOCATE_DOF degrees of freedom): it stands only if the posterior holds it again with
+    # the confirmation's blocks
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """What one choice of requests reads: the segment's blocks and the posterior from them."""
+
+    n: int
+    blocks: Mapping[int, Sequence[float]]
+    counts: Mapping[int, int]  # blocks per measured position
+    post: Posterior
+    unbuildable: frozenset[int]
+    untested: frozenset[int]  # not to be built (the build budget is spent)
+    locate_at: float
+    cap: int | None
+    extended: frozenset[int]
+    prebuilt: frozenset[int]  # positions whose binary CI published: an unpacking, not a build
+
+    def capped(self, j: int) -> bool:
+        return self.cap is not None and 0 < j < self.n and self.counts.get(j, 0) >= self.cap
+
+
+def next_request(
+    n: int,
+    blocks: Mapping[int, Sequence[float]],
+    **kw: object,
+) -> tuple[Request, Posterior]:
+    """The single best request (`next_requests` with width 1)."""
+    reqs, post = next_requests(n, blocks, **kw)  # type: ignore[arg-type]
+    return reqs[0], post
+
+
+def next_requests(
+    n: int,
+    blocks: Mapping[int, Sequence[float]],
+    *,
+    unbuildable: frozenset[int] = frozenset(),
+    tau: float,
+    prior_sigma: float | None = None,
+    build_cost: float = DEFAULT_BUILD_COST,
+    locate_at: float = DEFAULT_LOCATE_AT,
+    blocks_left: int | None = None,
+    builds_left: int | None = None,
+    width: int = 1,
+    cap: int | None = None,
+    extended: frozenset[int] = frozenset(),
+    anchored: bool = False,
+    prebuilt: frozenset[int] = frozenset(),
+) -> tuple[tuple[Request, ...], Posterior]:
+    """The next requests for a segment (at most `width`, to be built concurrently and measured
+    in one shared round), and the posterior they were chosen from: a position located
+    (`_locate`), else, while blocks are left (`blocks_left`), a batch (`_batch`). `cap`: the
+    blocks one commit may cost (the recipe's max_rounds); `extended`: commits already given more
+    once. `anchored`: the blocks are read against the reference's of their rounds
+    (core/posterior.round_corrected).
+
+    `builds_left`: how many more commits the segment may build (None: no limit). A batch asks
+    for at most that many BUILDs; once none are left only measured commits are asked for, and
+    a gap between two measured commits that holds `locate_at` is located as one place; the
+    untested commits inside that gap may still be built (that finishes the search in at most
+    log2 of its width builds), and when none are, the gap is named by the commit at its top with
+    the others as its ambiguous range (the driver reports it unresolved: not measured). A build costs
+    `build_cost` blocks in the value (a position in `prebuilt`, whose binary CI published,
+    PREBUILT_COST_FRACTION of that and at least a block), but the budget is what bounds builds: where the one-step
+    model misfits (a second, smaller step elsewhere puts some commits at neither level) the
+    posterior keeps a share on the far mode and each build still looks worth its cost."""
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
+    counts = {p: len(b) for p, b in blocks.items() if len(b)}
+    untested = _untested(n, post, counts, unbuildable, builds_left, locate_at)
+    seg = _Segment(n, blocks, counts, post, unbuildable, untested, locate_at, cap, extended, prebuilt)
+    located = _locate(seg, tau, prior_sigma, anchored)
+    if located is not None:
+        return (located,), post
+    if blocks_left is not None and blocks_left <= 0:
+        return (credible_range(post, unbuildable, locate_at),), post
+    return _batch(seg, build_cost, builds_left, width), post
+
+
+def _untested(
+    n: int,
+    post: Posterior,
+    counts: Mapping[int, int],
+    unbuildable: frozenset[int],
+    builds_left: int | None,
+    locate_at: float,
+) -> frozenset[int]:
+    """The commits that will not be built: none while builds are left; once the budget is
+    spent, every unmeasured one except those inside a gap that already holds `locate_at`."""
+    if builds_left is None or builds_left > 0:
+        return frozenset()
+    untested = frozenset(j for j in range(1, n) if j not in counts and j not in unbuildable)
+    if untested:
+        located = _credible(post, unbuildable, locate_at, untested)
+        # (a gap that is the whole segment is not located: nothing inside was measured)
+        if located is not None and len(located[1]) < n - 1:
+            # the budget is spent but the change is located between two measured commits: the
+            # untested ones inside that gap may still be built, since they are what names one
+            # commit (at most log2 of the gap's width more builds); elsewhere nothing is built
+            untested -= frozenset(located[1])
+    return untested
+
+
+def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool) -> Request | None:
+    """CONFIRM when one position holds `locate_at`, marked `provisional` while the noise is
+    not yet known, or already at CONFIRM_EARLY_AT, provisionally, when the change lies between
+    two adjacent measured commits and what is left is their sides; None: not located yet."""
+    post, counts = seg.post, seg.counts
+    hit = _credible(post, seg.unbuildable, seg.locate_at, seg.untested)
+    early = _credible(post, seg.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
+    if (
+        early is not None
+        and not early[1]
+        and counts.get(early[0], 0) >= 2  # (one block of either could be an outlier that a
+        and counts.get(early[0] - 1, 0) >= 2  # second block, far cheaper than a confirmation, tells)
+        and _around(post, early[0], list(counts)) >= seg.locate_at
+    ):
+        # the change is between two adjacent measured commits with CONFIRM_EARLY_AT, and the
+        # rest of `locate_at` lies in the gaps just beside them: what is left to learn is the
+        # two commits' sides, exactly what the confirmation's paired rounds of them measure,
+        # so they are confirmed now (provisionally: the posterior must hold the position at
+        # `locate_at` with the confirmation's blocks) rather than measured one block at a time
+        # up to `locate_at` and then measured again by the confirmation
+        return Request(Action.CONFIRM, early[0], early[0] - 1, (), provisional=True)
+    if hit is None:
+        return None
+    k, amb = hit
+    last = (amb[0] - 1) if amb else k - 1
+    dof = post.dof
+    # a boundary resting on a sigma from a handful of blocks can be luck: it is taken as it
+    # is when it holds even at sigma's 99 % upper bound (a step many times the noise does
+    # from the first blocks), else it is confirmed provisionally: the confirmation's paired
+    # rounds are blocks of exactly the two commits that decide it, so they pin the noise
+    # down where it matters (at least CONFIRM_MIN_ROUNDS more blocks of each), and the
+    # driver takes the culprit only if the posterior still holds it with them. (Measuring
+    # the two sides until MIN_LOCATE_DOF first, as this did, drew 6-8 blocks that the
+    # confirmation then drew again: 80 of a median 2 % step's 396 samples.)
+    sides = [p for p in (last, k) if not (seg.capped(p) and p in seg.extended)]
+    robust = (
+        dof < MIN_LOCATE_DOF
+        and dof >= 2
+        and _credible(
+            posterior(
+                seg.n, seg.blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE,
+                anchored=anchored,
+            ),
+            seg.unbuildable,
+            seg.locate_at,
+        )
+        == hit
+    )  # fmt: skip
+    provisional = dof < MIN_LOCATE_DOF and bool(sides) and not robust
+    return Request(Action.CONFIRM, k, last, amb, provisional=provisional)
+
+
+def _valued(
+    seg: _Segment, open_: list[int], build_cost: float, builds_left: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per open commit, what its next block is drawn from (the good side's level a, the bad
+    side's b, the spread s) and what it costs, in blocks."""
+    post, counts, blocks = seg.post, seg.counts, seg.blocks
+    a = np.full(len(open_), post.mu0)
+    b = np.full(len(open_), post.mu1)
+    s = np.full(len(open_), math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
+    # A build break usually spans several commits: one d commits from an unbuildable commit is
+    # broken with a chance that falls with d, so its build costs 1 + BREAK_SPAN / d in
+    # expectation, and the search steps away from a break instead of walking through it one
+    # failed build at a time.
+    near = [min((abs(j - u) for u in seg.unbuildable), default=0) for j in open_]
+    price = build_cost * build_price(post, counts, builds_left)
+    # `prebuilt`: positions whose binary CI published, which cost an unpacking, not a build
+    cost = np.array(
+        [
+            (max(1.0, price * PREBUILT_COST_FRACTION) if j in seg.prebuilt else price) * (1.0 + BREAK_SPAN / d if d else 1.0)
+            for j, d in zip(open_, near, strict=True)
+        ]
+    )
+    ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, seg.n)]
+    for idx, j in enumerate(open_):
+        if j not in counts:
+            continue
+        # its next block: the commit's latent level given its own blocks, on either side
+        prec = 1 / max(post.tau, 1e-12) ** 2 + counts[j] / post.sigma**2
+        shrink = (1 / max(post.tau, 1e-12) ** 2) / prec
+        ybar = commit_level(blocks[j], post.sigma)
+        a[idx] = shrink * post.mu0 + (1 - shrink) * ybar
+        b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
+        s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
+        cost[idx] = 1.0
+        # A commit whose own level sits decisively at neither level (a second step lies on
+        # one side of it) stays at F ~ 1/2 however often it is measured: its blocks pin its
+        # level, not its side, and the search would spend the block cap on it. Its next
+        # block is worth nothing; builds on either side of it are what can tell.
+        # (against the ends' own levels: the fitted two levels bend towards such commits)
+        off = min(
+            abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
+            for e, end_level in ends
+        )
+        if off > MISFIT_Z:
+            a[idx] = b[idx]
+    return a, b, s, cost
+
+
+def _batch(seg: _Segment, build_cost: float, builds_left: int | None, width: int) -> tuple[Request, ...]:
+    """The MEASUREs and BUILDs with the most bits per unit cost, each further one valued as
+    if the sides of those chosen before it were known (so a batch spreads out instead of piling
+    onto one gap, and each further probe is worth less), within `builds_left`; EXTEND when the
+    most informative commit already has `cap` blocks and was not extended yet; EXHAUSTED (the
+    credible range) when nothing is worth a block."""
+    post, counts, n = seg.post, seg.counts, seg.n
+    exhausted = (credible_range(post, seg.unbuildable, seg.locate_at),)
+    cdf = np.cumsum(post.probs)
+    # an extended commit at its cap has had its extra rounds: it is asked for nothing more
+    open_ = [
+        j
+        for j in range(1, n)
+        if j not in seg.unbuildable and j not in seg.untested and 1e-9 < cdf[j] < 1 - 1e-9
+        and not (seg.capped(j) and j in seg.extended)
+    ]  # fmt: skip
+    if not open_:
+        return exhausted
+    js = np.array(open_)
+    a, b, s, cost = _valued(seg, open_, build_cost, builds_left)
+    value = mixture_bits(cdf[js], a, b, s) / cost
+    best = int(np.argmax(value))
+    if value[best] <= 1e-9:
+        return exhausted
+    j = open_[best]
+    if seg.capped(j):
+        # the commit that decides the boundary had what one commit may cost: it gets more
+        # samples once, as the sequential search extends an undecided probe
+        return (Request(Action.EXTEND, j, value=float(value[best])),)
+    batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
+    batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts)]
+    cuts = [j]
+    builds = int(j not in counts)  # builds asked for in this batch, within `builds_left`
+    while len(batch) < width:
+        edges = [0, *sorted(cuts), n]
+        lo = np.array([max(e for e in edges if e < p) for p in open_])
+        hi = np.array([min(e for e in edges if e > p) if p not in cuts else p for p in open_])
+        f_lo = cdf[lo]  # cdf[0] = 0: nothing lies at or before the reference
+        mass = cdf[hi] - f_lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(mass > 1e-12, (cdf[js] - f_lo) / mass, 0.0)
+        more = mass * mixture_bits(f, a, b, s) / cost
+        more[[i for i, p in enumerate(open_) if p in cuts or seg.capped(p)]] = 0.0
+        if builds_left is not None and builds >= builds_left:
+            more[[i for i, p in enumerate(open_) if p not in counts]] = 0.0
+        nxt = int(np.argmax(more))
+        if more[nxt] <= 1e-9:
+            break
+        p = open_[nxt]
+        cuts.append(p)
+        builds += int(p not in counts)
+        batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
+    return tuple(batch)
+
+
+def _credible(
+    post: Posterior, unbuildable: frozenset[int], at: float, untested: frozenset[int] = frozenset()
+) -> tuple[int, tuple[int, ...]] | None:
+    """A position (with the unbuildable commits just before it) holding >= `at`, else None.
+
+    `untested`: commits that will not be built (the build budget is spent); like unbuildable
+    ones they carry no data, so the gap across them is one place, named by the measured commit
+    at its top."""
+    probs = post.probs
+    unbuildable = unbuildable | untested
+    for k in range(1, len(probs)):
+        if probs[k] <= 0:
+            continue
+        lo = k
+        while lo - 1 >= 1 and lo - 1 in unbuildable:
+            lo -= 1
+        if k in unbuildable:
+            continue
+        if sum(probs[lo : k + 1]) >= at:
+            return k, tuple(range(lo, k))
+    return None
+
+
+def inside_breaks(unbuildable: Iterable[int], measured: Iterable[int]) -> frozenset[int]:
+    """The positions taken to be inside a build break without being built: those strictly
+    between two unbuildable positions with no measured position between them.
+
+    A break is a stretch (a commit breaks the build, a later one mends it), so the commits
+    between two that do not build, with nothing built between them, almost always do not build
+    either; building each of them costs a build and tells nothing a report can use, since the
+    change stays ambiguous across the break whatever they are. Should one of them build after
+    all, the culprit's ambiguous range still holds it: the range runs from the last good
+    commit to the culprit. (In the scenario benchmark's "break before culprit" family, trying
+    every commit of the break put 14 of 30 trials over the build budget; see
+    docs/statistics.md.)"""
+    seen = sorted(set(unbuildable))
+    built = set(measured)
+    inner: set[int] = set()
+    for lo, hi in zip(seen, seen[1:], strict=False):
+        if hi - lo > 1 and not any(lo < p < hi for p in built):
+            inner.update(range(lo + 1, hi))
+    return frozenset(inner)
+
+
+def _around(post: Posterior, k: int, measured: Sequence[int]) -> float:
+    """P(the change is at k, or in the gap just below k - 1 or just above k, between the
+    measured commits): the mass that blocks of k - 1 and k move between them."""
+    lo = max((p for p in measured if p < k - 1), default=0)
+    hi = min((p for p in measured if p > k), default=len(post.probs) - 1)
+    return float(sum(post.probs[lo + 1 : hi + 1]))
+
+
+def builds_needed(post: Posterior, measured: Sequence[int]) -> float:
+    """The builds that locating the change still needs, in expectation: a gap of w positions
+    between two measured commits takes log2 w builds to split down to one, weighted by the
+    gap's mass. (Which gap holds the change is settled by blocks of measured commits, not by
+    builds.)"""
+    edges = sorted(set(measured) | {0, len(post.probs) - 1})
+    need = 0.0
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        if hi - lo > 1:
+            need += float(sum(post.probs[lo + 1 : hi + 1])) * math.log2(hi - lo)
+    return need
+
+
+def build_price(post: Posterior, counts: Mapping[int, int], builds_left: int | None) -> float:
+    """A build's cost, in units of `build_cost`, given the builds left in the segment's budget.
+
+    Builds are a budget, blocks are not: a build spent on the wrong side of a probe whose one
+    block was misread is lost, and the search that still needs every build it has left cannot
+    afford that. So a build is priced by the spare the budget still has over what locating
+    needs (`builds_needed`): at BUILD_SLACK_EASY or more spare, at `build_cost`; below, dearer by
+    BUILD_PRICE_STEP for each build of spare lost, so a probe whose side is in doubt is measured
+    again (one block) before the search builds beyond it. A search whose probes decide cleanly
+    keeps its spare (each build halves the gap) and never pays the higher price."""
+    if builds_left is None:
+        return 1.0
+    spare = builds_left - builds_needed(post, list(counts))
+    return 1.0 + BUILD_PRICE_STEP * max(0.0, BUILD_SLACK_EASY - spare)
+
+
+def _ends_due(n: int, counts: Mapping[int, int]) -> list[int]:
+    """The end due for another block, if any.
+
+    The ends are where the two levels are pinned down: a side's information is exact only when
+    its level is known, so an end is measured again once an inside commit has more than twice
+    its blocks (with a change at position 1 the good level rests on the reference alone). The
+    driver runs the reference in every round besides (segment/posterior_search.py)."""
+    inside = max((c for p, c in counts.items() if 0 < p < n), default=0)
+    for end in sorted((0, n), key=lambda e: counts.get(e, 0)):
+        if counts.get(end, 0) * ENDS_SHARE < inside:
+            return [end]
+    return []
+
+
+def credible_range(post: Posterior, unbuildable: frozenset[int], at: float) -> Request:
+    """The smallest run of positions around the most probable one that holds `at`: what is
+    reported when the search stops there (blocks spent, or the budget)."""
+    probs = post.probs
+    k = post.map
+    lo = hi = k
+    while sum(probs[lo : hi + 1]) < at and (lo > 1 or hi < len(probs) - 1):
+        left = probs[lo - 1] if lo > 1 else -1.0
+        right = probs[hi + 1] if hi < len(probs) - 1 else -1.0
+        if left >= right:
+            lo -= 1
+        else:
+            hi += 1
+    return Request(Action.EXHAUSTED, hi, lo - 1, tuple(range(lo, hi)))
