@@ -12,7 +12,7 @@ import pytest
 from attrib.core.posterior import mixture_bits, posterior, round_corrected
 from attrib.core.requests import Action, build_price, builds_needed, next_request, next_requests
 from attrib.core.stats import CONFIRM_MIN_ROUNDS
-from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES
+from attrib.segment.scope import MAX_CONFIRM_RETRIES
 
 SIGMA = 1.0
 

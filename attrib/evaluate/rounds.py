@@ -26,6 +26,7 @@ from attrib.core.stats import (
     block_level,
     block_shift,
     decide,
+    hopeless,
     min_change_shift,
     oriented_logs,
     shift_estimate,
@@ -37,8 +38,6 @@ from attrib.evaluate.sizing import BlockSizing
 from attrib.evaluate.twins import Builds
 from attrib.events import Events
 from attrib.recipe import BenchmarkSpec
-
-MAX_FAILED_RUNS = 3  # per commit and comparison: then the commit is untestable (skip)
 
 
 @dataclass
@@ -58,8 +57,7 @@ class _Test:
     successes: Counter[str] = field(default_factory=Counter)
 
     def hopeless(self, sha: str) -> bool:
-        # A rare crash is noise; a commit whose runs fail as often as they succeed is broken.
-        return self.failures[sha] >= MAX_FAILED_RUNS and self.failures[sha] > self.successes[sha]
+        return hopeless(self.failures[sha], self.successes[sha])  # per commit and comparison
 
 
 class Rounds:

@@ -31,8 +31,8 @@ from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Verdict
 from attrib.core.stats import min_change_shift, size_posterior
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
-from attrib.segment.posterior_search import MAX_CONFIRM_RETRIES, PosteriorSearch, build_budget
-from attrib.segment.scope import Scope
+from attrib.segment.posterior_search import PosteriorSearch, build_budget
+from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
 
 class GroupSearch:

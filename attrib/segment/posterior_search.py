@@ -24,14 +24,12 @@ from dataclasses import replace
 from attrib.core import posterior as model
 from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
-from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
+from attrib.core.stats import EXTEND_FACTOR, hopeless, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
-from attrib.segment.scope import Scope
+from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
 _UNDECIDED = (DecisionRule.CAP, DecisionRule.FUTILITY)  # a test that ended undecided, at its cap or before it
-MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search on
-MAX_FAILED_RUNS = 3  # runs of one commit that may fail before it is a skip
 TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
 BUILD_SLACK = 2  # a segment of n commits may build ceil(log2 n) + this of them: what bisection
 # needs, and room for a build break or a boundary the noise moves once; with the two ends that
@@ -72,8 +70,7 @@ class PosteriorSearch:
         for sha, ok in runs.items():
             record = self.failures.setdefault(ev.stand_in(sha), [])
             record.append(ok)
-            fails = record.count(False)
-            if fails >= MAX_FAILED_RUNS and fails > record.count(True):
+            if hopeless(record.count(False), record.count(True)):
                 lost.add(sha)
         return lost
 

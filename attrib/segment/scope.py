@@ -25,6 +25,8 @@ from attrib.events import Events
 from attrib.outcome import Found
 from attrib.recipe import BenchmarkSpec
 
+MAX_CONFIRM_RETRIES = 2  # times a confirmation that disagrees may send a segment's search on
+
 
 class Evidence(Protocol):
     """What the search asks the evaluation stage for."""

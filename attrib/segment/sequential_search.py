@@ -19,9 +19,8 @@ from attrib.core.search import boundary, change_posterior, next_probe, posterior
 from attrib.core.stats import TestConfig
 from attrib.evaluate.records import Comparison
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
-from attrib.segment.scope import Scope
+from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
-MAX_CONFIRM_RETRIES = 2  # times a disagreeing confirmation may send the search back
 MAX_INCONCLUSIVE_PROBES = 4  # per segment: then the search stops and reports the open range
 
 
