@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sim_results import simulated_result
 
-from attrib.core.model import Status
+from attrib.core.model import SearchMethod, Status
 from attrib.report.markdown import headline, render_markdown
 from attrib.report.plot import PLOT_SIZE_PX, plot_available, render_plot, sparkline
 from attrib.result.types import BisectResult, Environment
@@ -34,6 +34,39 @@ def test_golden(results, name):
     if os.environ.get("ATTRIB_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text(), f"{path} differs; if intended, rerun with ATTRIB_UPDATE_GOLDEN=1 and review"
+
+
+# The default search's reports, over the same histories and one whose machine drifts: every
+# sentence the posterior search's path puts in front of a reader is pinned here.
+POSTERIOR_OUTCOMES = (*OUTCOMES, "drift")
+
+
+@pytest.fixture(scope="module")
+def posterior_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, BisectResult]:
+    tmp = tmp_path_factory.mktemp("sim-posterior")
+    return {name: simulated_result(name, tmp, SearchMethod.POSTERIOR) for name in POSTERIOR_OUTCOMES}
+
+
+@pytest.mark.parametrize("name", POSTERIOR_OUTCOMES)
+def test_golden_posterior(posterior_results, name):
+    text = render_markdown(posterior_results[name])
+    path = GOLDEN / f"posterior_{name}.md"
+    if os.environ.get("ATTRIB_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs; if intended, rerun with ATTRIB_UPDATE_GOLDEN=1 and review"
+
+
+def test_the_posterior_reports_say_what_the_search_does_today(posterior_results):
+    # The drift line named a drift fit the posterior search no longer has (removed in 864552a):
+    # it runs the reference in every round and reads each block against it.
+    drifted = posterior_results["drift"]
+    assert drifted.drift and all(r.settings.search is SearchMethod.POSTERIOR for r in posterior_results.values())
+    text = render_markdown(drifted)
+    assert "runs the reference in every round and reads each block against it" in text
+    assert "fits a drift" not in text
+    assert [posterior_results[n].status for n in ("culprit", "two_culprits", "not_reproduced")] == [
+        Status.CULPRIT_FOUND, Status.CULPRIT_FOUND, Status.NOT_REPRODUCED
+    ]
 
 
 NOISY = ("noisy_preflight", "noisy_tree")  # the posterior search at noise too high for the minimum (issue 34)

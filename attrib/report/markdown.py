@@ -256,7 +256,8 @@ def _raw_counts(result: BisectResult) -> list[str]:
         f"({result.builds_fresh} fresh, {result.builds_cached} from the cache), {result.wall_s:.1f} s",
     ]
     cancels = (
-        "the posterior search fits a drift in time to every block, and the confirmation is paired within rounds"
+        "the posterior search runs the reference in every round and reads each block against it, "
+        "and the confirmation is paired within rounds"
         if s.search is SearchMethod.POSTERIOR
         else "every comparison is paired within a round, so this cancels"
     )
