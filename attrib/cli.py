@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from attrib import __version__
-from attrib.core.model import Status, Verdict
+from attrib.core.model import Status, Verdict, VerifyMode
 from attrib.core.stats import DEFAULT_MAX_ROUNDS, DEFAULT_MIN_ROUNDS, DEFAULT_TEST_ALPHA, DEFAULT_TEST_BETA, TestConfig
 from attrib.errors import AttribError, GpuUnavailable, InputError
 from attrib.fsutil import atomic_write_text
@@ -183,7 +183,7 @@ def bisect(
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
     10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
-    from attrib.job import plan, run_bisect
+    from attrib.job import plan, run_bisect, verify_mode
     from attrib.tracker import Filing
 
     def go() -> int:
@@ -196,10 +196,11 @@ def bisect(
         _check_output(json_out, "--json")
         _check_output(report_out, "--report")
         filing = Filing.prepare(file_issue, comment, label)
+        mode = verify_mode(verify)
         p = plan(repo, good, bad, recipe, benchmark or [], executor, workdir)
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, config, seed, progress, probes=probes, verify=verify, budget_s=budget_s)
+            result = run_bisect(p, config, seed, progress, probes=probes, verify=mode, budget_s=budget_s)
         return _emit(result, json_out, report_out, filing)
 
     _guard(go)
@@ -321,7 +322,7 @@ def demo(
         typer.echo(f"runner: {p.bench.runner} (benchmark '{p.bench.name}' of {name}; docs/recipes.md lists the runners)")
         progress = _progress()
         with progress if isinstance(progress, RichProgress) else nullcontext():
-            result = run_bisect(p, TestConfig(), seed, progress, verify="revert")
+            result = run_bisect(p, TestConfig(), seed, progress, verify=VerifyMode.REVERT)
         code = _emit(result, directory / "result.json", directory / "report.md")
         found = [c.commit for c in result.culprits]
         typer.echo(

@@ -18,7 +18,7 @@ from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailabl
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.checkouts import Checkouts
 from attrib.evaluate.evaluation import Stage
-from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, make_executor
+from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, executor_kind, make_executor
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
@@ -73,6 +73,7 @@ def plan(
     """Validate every input; raises InputError (exit 2) with one line, and creates nothing.
     `benchmarks`: names or globs of the recipe's benchmarks (Recipe.select); several make a group
     bisection, none the recipe's one benchmark."""
+    kind = executor_kind(executor)  # parsed here, at the edge; checked against the engine last
     recipe = load_recipe(recipe_path)
     benches = recipe.select(benchmarks)
     bench = benches[0]
@@ -83,16 +84,16 @@ def plan(
     if require_ancestor and not repo.is_ancestor(good, bad):
         raise RepoError(f"--good {good_rev} ({good[:10]}) is not an ancestor of --bad {bad_rev} ({bad[:10]})")
     for b in benches:
-        if executor == "slurm" and b.runner == RunnerKind.CUPY:
+        if kind is ExecutorKind.SLURM and b.runner == RunnerKind.CUPY:
             raise InputError(
                 f"benchmark '{b.name}': runner \"cupy\" times kernels inside attrib's process, "
                 "not as a Slurm job; --executor slurm runs the command, gbench and nvbench runners"
             )
         check_runner_requirements(b)
-    if workdir is None and executor == "slurm" and recipe.slurm and recipe.slurm.shared_dir:
+    if workdir is None and kind is ExecutorKind.SLURM and recipe.slurm and recipe.slurm.shared_dir:
         workdir = Path(recipe.slurm.shared_dir) / default_root(repo.path).name  # the nodes must see it
     # Last, because it talks to the engine: an unreachable engine or missing image is bad input too.
-    kind = check_executor(executor, recipe.build, recipe.path.parent)
+    check_executor(kind, recipe.build, recipe.path.parent)
     root = WorkDir.for_repo(repo.path, workdir)
     if kind is ExecutorKind.SLURM and recipe.slurm and recipe.slurm.shared_dir:
         if not root.root.is_relative_to(Path(recipe.slurm.shared_dir).resolve()):
@@ -203,7 +204,7 @@ def with_recipe(config: TestConfig, p: Plan) -> TestConfig:
 
 
 def run_bisect(
-    p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: str = VerifyMode.CONFIRM,
+    p: Plan, config: TestConfig, seed: int, events: Events | None, *, probes: int = 1, verify: VerifyMode = VerifyMode.CONFIRM,
     wrap_runner: Callable[[Runner], Runner] | None = None,
     budget_s: float | None = None,
 ) -> BisectResult:
@@ -211,7 +212,7 @@ def run_bisect(
     `budget_s`: wall-time budget (`--budget`; default the recipe's [search] budget), after which
     the search ends with the smallest range it proved.
     `wrap_runner`: the daemon records and replays every runner call through it (daemon/recording.py)."""
-    mode = verify_mode(verify)
+    mode = verify
     if probes < 1:
         raise InputError(f"--probes (--jobs) {probes}: expected a positive integer")
     start = time.monotonic()
