@@ -94,10 +94,18 @@ def check_answer(status: int, answer: dict[str, Any], what: str) -> dict[str, An
     return answer
 
 
-def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> None:
-    """Add the daemon's commands to the main app; `guard` is cli._guard (errors -> exit codes)."""
+Guard = Callable[[Callable[[], int]], None]  # cli._guard: errors -> exit codes
 
-    @app.command()
+
+def register(app: typer.Typer, guard: Guard) -> None:
+    """Add the daemon's commands to the main app; `guard` is cli._guard (errors -> exit codes)."""
+    for command in (_daemon, _submit, _jobs, _status, _cancel):
+        app.command()(command(guard))
+
+
+def _daemon(guard: Guard) -> Callable[..., None]:
+    """The `attrib daemon` command."""
+
     def daemon(
         state: Path | None = typer.Option(None, "--state", help="Directory of the database, work dirs and reports."),
         secret_file: Path | None = typer.Option(None, "--secret-file", help="File holding the shared secret."),
@@ -138,7 +146,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @app.command()
+    return daemon
+
+
+def _submit(guard: Guard) -> Callable[..., None]:
+    """The `attrib submit` command."""
+
     def submit(
         repo: str = typer.Option(..., "--repo", help="Repository: a path on the daemon's machine or a git URL."),
         good: str = typer.Option(..., "--good", help="A revision where the benchmark was fine."),
@@ -174,7 +187,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @app.command()
+    return submit
+
+
+def _jobs(guard: Guard) -> Callable[..., None]:
+    """The `attrib jobs` command."""
+
     def jobs(
         state: str | None = typer.Option(None, "--state", help="Only these states, comma-separated."),
         json_out: bool = typer.Option(False, "--json", help="Print the daemon's JSON answer."),
@@ -197,7 +215,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @app.command()
+    return jobs
+
+
+def _status(guard: Guard) -> Callable[..., None]:
+    """The `attrib status` command."""
+
     def status(
         job_id: str = typer.Argument(..., help="Job id (from `attrib submit` or `attrib jobs`)."),
         json_out: bool = typer.Option(False, "--json", help="Print the daemon's JSON answer (with the result)."),
@@ -228,7 +251,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @app.command()
+    return status
+
+
+def _cancel(guard: Guard) -> Callable[..., None]:
+    """The `attrib cancel` command."""
+
     def cancel(
         job_id: str = typer.Argument(..., help="Job id."),
         url: str | None = UrlOpt,
@@ -243,3 +271,5 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
             return 0
 
         guard(go)
+
+    return cancel

@@ -52,11 +52,20 @@ def _options(fmt: str, commit: str | None, config: list[str] | None, when: str |
     return Options(f, commit, parse_pairs(config, "--config"), at)
 
 
-def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> None:
+Guard = Callable[[Callable[[], int]], None]  # cli._guard: errors -> exit codes
+
+
+def register(app: typer.Typer, guard: Guard) -> None:
     history_app = typer.Typer(no_args_is_help=True, help="The nightly history of benchmark results.")
     app.add_typer(history_app, name="history")
+    history_app.command("add")(_add(guard))
+    history_app.command("push")(_push(guard))
+    app.command("detect")(_detect(guard))
 
-    @history_app.command("add")
+
+def _add(guard: Guard) -> Callable[..., None]:
+    """The `attrib history add` command."""
+
     def add(
         files: list[Path] = typer.Argument(..., help="CSV, attrib result/compare JSON, Google Benchmark or NVBench JSON."),
         db: Path = DbOpt,
@@ -87,7 +96,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @history_app.command("push")
+    return add
+
+
+def _push(guard: Guard) -> Callable[..., None]:
+    """The `attrib history push` command."""
+
     def push(
         files: list[Path] = typer.Argument(..., help="Result files, as for `attrib history add`."),
         project: str = typer.Option(..., "--project", help="The project, as the daemon's config names it."),
@@ -119,7 +133,12 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
-    @app.command("detect")
+    return push
+
+
+def _detect(guard: Guard) -> Callable[..., None]:
+    """The `attrib detect` command."""
+
     def detect_cmd(
         db: Path = DbOpt,
         repo: Path = RepoOpt,
@@ -158,6 +177,7 @@ def register(app: typer.Typer, guard: Callable[[Callable[[], int]], None]) -> No
 
         guard(go)
 
+    return detect_cmd
 
 def _line(c: dict[str, object]) -> str:
     ci = c["ci_pct"]
