@@ -20,7 +20,7 @@ from typing import Any
 
 from attrib.core.detect import ChangeDirection, DetectSettings, detect, detect_scale
 from attrib.history.order import ordered
-from attrib.history.store import Change, FlagState, HistoryStore, Series
+from attrib.history.store import Change, Estimates, FlagState, HistoryStore, Series
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Finding:
 
     @property
     def regression(self) -> bool:
-        return self.change.direction == ChangeDirection.REGRESSION.value
+        return self.change.direction is ChangeDirection.REGRESSION
 
 
 def detect_series(
@@ -67,17 +67,14 @@ def detect_series(
                 f"moved from {known.before[:10]}..{known.after[:10]} to {before[:10]}..{after[:10]}:"
                 f" late result(s) at {', '.join(c[:10] for c in late)} landed between them",
             )  # fmt: skip
-        fields: dict[str, Any] = {
-            "direction": cp.direction.value, "change_pct": cp.change_pct, "ci_pct": cp.ci_pct, "p_value": cp.p_value,
-            "before_mean": cp.before_mean, "after_mean": cp.after_mean,
-        }  # fmt: skip
+        est = Estimates(cp.direction, cp.change_pct, cp.ci_pct, cp.p_value, cp.before_mean, cp.after_mean)
         if known is None:
-            change_id = store.add_change(series.id, before, after, fields, new_flag)
+            change_id = store.add_change(series.id, before, after, est, new_flag)
             new.add(change_id)
         else:
             # its place and direction are decided; its size is re-estimated as nights arrive
             change_id = known.id
-            store.refresh_estimates(change_id, fields)
+            store.refresh_estimates(change_id, est)
         if cp.recovered_at is not None and (known is None or known.recovered is None):
             store.set_recovered(change_id, o.commits[cp.recovered_at])
             recovered.add(change_id)
@@ -100,7 +97,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "benchmark": f.series.benchmark,
         "before": c.before,
         "after": c.after,
-        "direction": c.direction,
+        "direction": c.direction.value,
         "change_pct": c.change_pct,
         "ci_pct": list(c.ci_pct),
         "p_value": c.p_value,

@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
-from attrib.core.detect import DetectScale
+from attrib.core.detect import ChangeDirection, DetectScale
 from attrib.core.model import Direction
 from attrib.errors import IngestError, StateError
 from attrib.history.schema import HISTORY_SCHEMA, INDEXES, MIGRATIONS, SCHEMA
@@ -77,12 +76,24 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Estimates:
+    """What detection estimates of a change point (its size re-estimated as nights arrive)."""
+
+    direction: ChangeDirection
+    change_pct: float
+    ci_pct: tuple[float, float]
+    p_value: float
+    before_mean: float
+    after_mean: float
+
+
+@dataclass(frozen=True)
 class Change:
     id: int
     series_id: int
     before: str
     after: str
-    direction: str
+    direction: ChangeDirection
     change_pct: float
     ci_pct: tuple[float, float]
     p_value: float
@@ -315,24 +326,24 @@ class HistoryStore(SqliteStore):
             rows = self._conn().execute(sql + " ORDER BY id", params).fetchall()
         return [_change(r) for r in rows]
 
-    def add_change(self, series_id: int, before: str, after: str, fields: dict[str, Any], flag: FlagState, now: float | None = None) -> int:
+    def add_change(self, series_id: int, before: str, after: str, est: Estimates, flag: FlagState, now: float | None = None) -> int:
         with self._errors("record a change point"), self._write() as c:
             cur = c.execute(
                 "INSERT INTO history_changes (series_id, before_sha, after_sha, direction, change_pct, ci_lo, ci_hi, p_value,"
                 " before_mean, after_mean, detected_at, flag) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    series_id, before, after, fields["direction"], fields["change_pct"], fields["ci_pct"][0], fields["ci_pct"][1],
-                    fields["p_value"], fields["before_mean"], fields["after_mean"], time.time() if now is None else now, flag.value,
+                    series_id, before, after, est.direction.value, est.change_pct, est.ci_pct[0], est.ci_pct[1],
+                    est.p_value, est.before_mean, est.after_mean, time.time() if now is None else now, flag.value,
                 ),
             )  # fmt: skip
             return int(cur.lastrowid or 0)
 
-    def refresh_estimates(self, change_id: int, fields: dict[str, Any]) -> None:
+    def refresh_estimates(self, change_id: int, est: Estimates) -> None:
         with self._errors("refresh a change point"), self._write() as c:
             c.execute(
                 "UPDATE history_changes SET change_pct = ?, ci_lo = ?, ci_hi = ?, p_value = ?, before_mean = ?, after_mean = ?"
                 " WHERE id = ?",
-                (fields["change_pct"], *fields["ci_pct"], fields["p_value"], fields["before_mean"], fields["after_mean"], change_id),
+                (est.change_pct, *est.ci_pct, est.p_value, est.before_mean, est.after_mean, change_id),
             )
 
     def move_change(self, change_id: int, before: str, after: str, why: str) -> None:
@@ -486,7 +497,8 @@ def _scale(r: sqlite3.Row) -> DetectScale | None:
 
 def _change(r: sqlite3.Row) -> Change:
     return Change(
-        r["id"], r["series_id"], r["before_sha"], r["after_sha"], r["direction"], r["change_pct"], (r["ci_lo"], r["ci_hi"]),
+        r["id"], r["series_id"], r["before_sha"], r["after_sha"], ChangeDirection(r["direction"]), r["change_pct"],
+        (r["ci_lo"], r["ci_hi"]),
         r["p_value"], r["before_mean"], r["after_mean"], r["detected_at"], r["recovered_sha"], FlagState(r["flag"]),
         r["job_id"], r["note"],
     )  # fmt: skip
