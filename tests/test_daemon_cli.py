@@ -17,6 +17,7 @@ from attrib.daemon import auth, cli_client
 from attrib.daemon.auth import sign as real_sign
 from attrib.daemon.config import settings
 from attrib.errors import ClientError, InputError
+from attrib.evaluate.executors import ExecutorKind
 
 SECRET = "cli-secret-0123456789abcdef"
 
@@ -33,6 +34,9 @@ def test_config_file_with_command_line_over_it(tmp_path: Path, secret: Path):
     cfg.write_text(f'state = "st"\nsecret_file = "{secret}"\nport = 9000\nworkers = 2\nlease_s = 5\n')
     s = settings({"port": 9100, "workers": None}, cfg)
     assert (s.state, s.port, s.workers, s.lease_s, s.secret) == ((tmp_path / "st").resolve(), 9100, 2, 5.0, SECRET)
+    # the executor is parsed where the settings are made, not compared as text in each job
+    assert s.executor is ExecutorKind.LOCAL
+    assert settings({"executor": "docker"}, cfg).executor is ExecutorKind.DOCKER
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from attrib.codec import NonEmptyStr, config_errors, decode_table
 from attrib.daemon.auth import DEFAULT_TOLERANCE_S
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
 from attrib.errors import ConfigError, InputError
-from attrib.evaluate.executors import EXECUTORS
+from attrib.evaluate.executors import ExecutorKind, executor_kind
 from attrib.history.projects import HistoryConfig, parse_history
 
 DEFAULT_HOST = "127.0.0.1"  # loopback: exposing the daemon is a choice someone makes on purpose
@@ -55,7 +55,7 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     workers: int = DEFAULT_WORKERS
-    executor: str = "local"
+    executor: ExecutorKind = ExecutorKind.LOCAL  # parsed from the option or the config file
     recipes_dir: Path = Path(".")
     max_queue: int = DEFAULT_MAX_QUEUE
     lease_s: float = DEFAULT_LEASE_S
@@ -155,8 +155,7 @@ def settings(cli: dict[str, Any], config: Path | None) -> Settings:
     if "secret_file" not in merged:
         raise InputError("--secret-file: missing (on the command line or in the config file)")
     secret = read_secret(Path(merged.pop("secret_file")))
-    if merged.get("executor", "local") not in EXECUTORS:
-        raise InputError(f"--executor {merged['executor']!r}: expected one of: {', '.join(EXECUTORS)}")
+    merged["executor"] = executor_kind(merged.get("executor", "local"))  # one line naming the choices
     for key, low in (("workers", 0), ("max_queue", 1), ("port", 0), ("group_window_s", 0)):
         if key in merged and merged[key] < low:
             raise InputError(f"--{key.replace('_', '-')} {merged[key]}: expected at least {low}")
