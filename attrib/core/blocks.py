@@ -22,6 +22,9 @@ Estimated from the first runs (the preflight's), per commit:
     when the samples are times), and those samples' mean.
 The size changes only when the predicted saving is at least MIN_SAVING: the estimates come from
 a handful of runs, and flipping the size on their noise would cost more than it saves.
+
+A run can also fail (a crash, a timeout): `hopeless` says when a commit's runs fail too often
+for it to be tested at all (a skip), for the comparisons' rounds and the posterior search alike.
 """
 
 from __future__ import annotations
@@ -141,3 +144,12 @@ def choose_reps(runs: Sequence[Run], reps: int, statistic: BlockStatistic, adjus
     if best == reps or saving < MIN_SAVING:
         return BlockChoice(reps, reps, BlockReason.CLOSE, *spread, saving=max(0.0, saving))
     return BlockChoice(reps, best, BlockReason.CHOSEN, *spread, saving=saving)
+
+
+MAX_FAILED_RUNS = 3  # failed runs of one commit before it may be untestable (see hopeless)
+
+
+def hopeless(failed: int, ok: int) -> bool:
+    """Whether a commit whose runs failed `failed` times and succeeded `ok` times is untestable
+    (a skip): a rare crash is noise; a commit whose runs fail as often as they succeed is broken."""
+    return failed >= MAX_FAILED_RUNS and failed > ok

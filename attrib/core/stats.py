@@ -76,7 +76,6 @@ WINSOR_MIN_RESIDUALS = 20
 FIRST_GOOD_ROUNDS = 5  # a "no change" verdict with no earlier paired set: rounds it needs (see decide)
 CONFIRM_MIN_ROUNDS = 5  # a confirmation's estimate is the culprit's change and CI: not from 2 rounds
 EXTEND_FACTOR = 2  # an inconclusive test at the boundary may go on to this many times the cap
-MAX_FAILED_RUNS = 3  # failed runs of one commit before it may be untestable (see hopeless)
 # The zone test's mixtures (`zone_test`): steps as multiples of the minimum with their weights,
 # and the no-change side as fractions of ignore_below. Halving weights keep most of the mass
 # at the minimum, where the test must keep its power, and reach a step 8x the minimum.
@@ -546,9 +545,3 @@ def below_minimum(shift: float, min_change_pct: float) -> bool:
     """A named step whose estimate (oriented log shift) is below the minimum change: it lies in
     the indifference zone, where naming is allowed and the report says it is below."""
     return shift < min_change_shift(min_change_pct)
-
-
-def hopeless(failed: int, ok: int) -> bool:
-    """Whether a commit whose runs failed `failed` times and succeeded `ok` times is untestable
-    (a skip): a rare crash is noise; a commit whose runs fail as often as they succeed is broken."""
-    return failed >= MAX_FAILED_RUNS and failed > ok

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attrib.core.blocks import BlockReason
+from attrib.core.blocks import BlockReason, hopeless
 from attrib.core.model import DecisionRule, Purpose, Verdict
 from attrib.core.stats import (
     TestConfig,
     block_level,
     block_shift,
     decide,
-    hopeless,
     min_change_shift,
     oriented_logs,
     shift_estimate,

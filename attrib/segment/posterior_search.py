@@ -23,8 +23,9 @@ from dataclasses import replace
 
 from attrib.core import posterior as model
 from attrib.core import requests as locate
+from attrib.core.blocks import hopeless
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
-from attrib.core.stats import EXTEND_FACTOR, hopeless, min_change_shift, size_posterior
+from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
