@@ -30,6 +30,7 @@ from attrib.core import posterior as model
 from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Verdict
 from attrib.core.stats import min_change_shift, size_posterior
+from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.posterior_search import PosteriorSearch, build_budget
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
@@ -60,6 +61,12 @@ class GroupSearch:
         for m in active:
             self.searches[m].failures = {}
             self.scopes[m].evidence.adapt_blocks()
+            # a new block size leaves the ends without blocks of that size (the single search
+            # measures them too): a posterior needs both
+            for end in (0, n):
+                while len(self.searches[m]._levels(positions[end])[0]) < self.scopes[m].config.min_rounds:
+                    if self.searches[m]._round([positions[end]], set()):
+                        raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
         while active:
             views, priors = self._views(positions, active)
             if any(self.scopes[m].evidence.out_of_time for m in active):  # the budget (--budget) is spent
