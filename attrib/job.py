@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import assert_never
+from typing import assert_never, cast
 
 from attrib.bisection import Bisection
 from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, SearchMethod, VerifyMode
@@ -19,6 +19,7 @@ from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.checkouts import Checkouts
 from attrib.evaluate.evaluation import Stage
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, executor_kind, make_executor
+from attrib.evaluate.executors.slurm_plan import machine_class
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
@@ -104,6 +105,16 @@ def plan(
     return Plan(repo, good, bad, recipe, bench, kind, root, run_id, members=benches if len(benches) > 1 else ())
 
 
+def placed(executor: Executor, recipe: Recipe, bench: BenchmarkSpec) -> Executor:
+    """The executor a benchmark's rounds and runs go through: under Slurm, on nodes of the
+    machine class its configuration names ([slurm.classes]); elsewhere the executor itself
+    (one machine: a configuration says nothing about where to run)."""
+    place = getattr(executor, "placed", None)
+    if place is None or recipe.slurm is None:
+        return executor
+    return cast(Executor, place(machine_class(recipe.slurm, bench.config)))
+
+
 def make_runner(bench: BenchmarkSpec, executor: Executor) -> Runner:
     # One case per RunnerKind member; mypy's assert_never fails the build when a member has none.
     match bench.runner:
@@ -169,7 +180,7 @@ def opened(p: Plan) -> Iterator[Tools]:
             mirror = Mirror(p.workdir.mirror, p.repo)
         checkouts = Checkouts(p.workdir, mirror, origin_of(p.repo.path), p.submodule_urls, recipe.dependencies)
         builder = CheckoutBuilder(p.workdir, mirror, executor, recipe.build, checkouts)
-        runner = make_runner(p.bench, executor)
+        runner = make_runner(p.bench, placed(executor, recipe, p.bench))
         try:
             yield Tools(executor, mirror, builder, runner)
         finally:
@@ -238,7 +249,8 @@ def run_bisect(
             )
         else:
             method = p.recipe.search_method
-            stage = Stage(method, wrap(tools.runner), p.bench, config, seed, events, probes, tools.executor.round, deadline)
+            rounds = placed(tools.executor, p.recipe, p.bench).round
+            stage = Stage(method, wrap(tools.runner), p.bench, config, seed, events, probes, rounds, deadline)
             driver = Bisection(
                 p.repo, stage.over(p.repo, tools.builder), p.bench, events, method=method, probes=probes,
                 reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, dependencies=dependencies,
@@ -309,11 +321,13 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
             names = tuple(m.name for m in p.benches if m.process == b.process)
             if b.process not in shared:
                 parent = replace(b, name=b.process, names=names)
-                shared[b.process] = SharedRuns(CommandRunner(tools.executor, parent), tools.executor.round)
+                executor = placed(tools.executor, p.recipe, parent)
+                shared[b.process] = SharedRuns(CommandRunner(executor, parent), executor.round)
             runs = shared[b.process]
-            members[Member(b.name)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
+            members[Member(b.name, b.config)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
         else:
-            members[Member(b.name)] = MemberRun(b, wrap(make_runner(b, tools.executor)), tools.executor.round)
+            executor = placed(tools.executor, p.recipe, b)
+            members[Member(b.name, b.config)] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
 
     def next_phase() -> None:
         for runs in shared.values():

@@ -20,12 +20,14 @@ from attrib.evaluate.executors.slurm_plan import (
     job_from_scontrol,
     job_from_squeue,
     job_name,
+    machine_class,
     run_prefix,
     sbatch_build_argv,
     sbatch_round_argv,
     srun_step_argv,
+    with_class,
 )
-from attrib.recipe import SlurmSpec, parse_recipe
+from attrib.recipe import SlurmClass, SlurmSpec, parse_recipe
 
 W = Path("/shared/attrib/work")
 CK = W / "checkouts" / "abc"
@@ -160,6 +162,11 @@ def test_the_slurm_table_parses_with_documented_defaults(tmp_path):
         ('shared_dir = "relative"', "slurm.shared_dir", "absolute path"),
         ("round_time_min = 0", "slurm.round_time_min", "positive integer"),
         ('partitoin = "gpu"', "slurm.partitoin", "unknown key"),
+        ('[slurm.classes.gpu]\nconstraint = "h100"', 'slurm.classes."gpu"', "key=value"),
+        ('[slurm.classes."gpu=H100"]', 'slurm.classes."gpu=H100"', "partition and/or constraint"),
+        ('[slurm.classes."gpu=H100"]\nconstrain = "h100"', 'slurm.classes."gpu=H100".constrain', "unknown key"),
+        ('[slurm.classes."gpu=H100"]\nconstraint = 3', 'slurm.classes."gpu=H100".constraint', "string"),
+        ('classes = { "gpu=H100" = "h100" }', 'slurm.classes."gpu=H100"', "a table"),
     ],
 )
 def test_bad_slurm_tables_name_the_key(tmp_path, text, key, needle):
@@ -170,3 +177,41 @@ def test_bad_slurm_tables_name_the_key(tmp_path, text, key, needle):
     with pytest.raises(ConfigError) as err:
         parse_recipe(_recipe(text + "\n"), tmp_path / "r.toml")
     assert err.value.key == key and needle in str(err.value) and "\n" not in str(err.value)
+
+
+CLASSES = '[slurm.classes."gpu=H100"]\nconstraint = "h100"\n[slurm.classes."gpu=H200"]\npartition = "big"\nconstraint = "h200"\n'
+
+
+def test_machine_classes_parse_and_place_a_configuration(tmp_path):
+    recipe = parse_recipe(_recipe('partition = "gpu"\nconstraint = "any"\n' + CLASSES), tmp_path / "r.toml")
+    spec = recipe.slurm
+    assert spec is not None and spec.classes == (
+        SlurmClass("gpu", "H100", constraint="h100"), SlurmClass("gpu", "H200", partition="big", constraint="h200"),
+    )  # fmt: skip
+    h100 = machine_class(spec, (("dtype", "bf16"), ("gpu", "H100")))
+    assert h100 is not None and h100.label == "gpu=H100"
+    assert machine_class(spec, (("gpu", "A100"),)) is None and machine_class(spec, ()) is None
+    # a class's constraint and partition replace the table's on its rounds; without one the table's hold
+    argv = sbatch_round_argv(with_class(spec, h100), "n", LOGS, SCRIPT)
+    assert "--constraint=h100" in argv and "--partition=gpu" in argv and "--constraint=any" not in argv
+    argv = sbatch_round_argv(with_class(spec, machine_class(spec, (("gpu", "H200"),))), "n", LOGS, SCRIPT)
+    assert "--constraint=h200" in argv and "--partition=big" in argv
+    assert with_class(spec, None) == spec
+    assert "--constraint=any" in sbatch_round_argv(spec, "n", LOGS, SCRIPT)
+
+
+def test_a_benchmark_configuration_is_declared_and_checked(tmp_path):
+    import tomllib
+
+    base = 'schema = 1\nname = "r"\n[build]\ncommands = ["make"]\n[[benchmark]]\nname = "b"\nrunner = "command"\ncommand = ["./b"]\n'
+    recipe = parse_recipe(tomllib.loads(base + 'config = { gpu = "H100", dtype = "bf16" }\n'), tmp_path / "r.toml")
+    assert recipe.benchmarks[0].config == (("dtype", "bf16"), ("gpu", "H100"))
+    for text, key in (('config = { gpu = "" }', "benchmark[0].config.gpu"), ('config = { gpu = "a b" }', "benchmark[0].config.gpu"),
+                      ("config = { gpu = 1 }", "benchmark[0].config")):  # fmt: skip
+        with pytest.raises(ConfigError) as err:
+            parse_recipe(tomllib.loads(base + text + "\n"), tmp_path / "r.toml")
+        assert err.value.key == key and "\n" not in str(err.value)
+    two = base + 'config = { gpu = "H100", host = "x" }\n[slurm.classes."gpu=H100"]\nconstraint = "a"\n[slurm.classes."host=x"]\nconstraint = "b"\n'
+    with pytest.raises(ConfigError) as err:
+        parse_recipe(tomllib.loads(two), tmp_path / "r.toml")
+    assert err.value.key == "benchmark[0].config" and "gpu=H100 and host=x" in str(err.value)

@@ -187,6 +187,9 @@ class BenchmarkSpec:
     # own spec has its one name here and the benchmark's name in `process`.
     names: tuple[str, ...] = ()
     process: str = ""
+    # `config = { gpu = "H100" }`: what the benchmark is a member of, as sorted (key, value)
+    # pairs; under --executor slurm, [slurm.classes] maps a pair to where its rounds run.
+    config: tuple[tuple[str, str], ...] = ()
 
     @property
     def ignore_pct(self) -> float:

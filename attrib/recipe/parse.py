@@ -142,6 +142,7 @@ _BENCH: dict[str, tuple[Check, bool]] = {
     "gbench": (_table("a table [benchmark.gbench]"), False),
     "nvbench": (_table("a table [benchmark.nvbench]"), False),
     "names": (_STR_LIST, False),  # runner "command": it prints `name value` lines, these names
+    "config": (_STR_TABLE, False),  # the benchmark's configuration (a machine class under Slurm)
 }
 _REL_PATH: Check = _rule(str, relative_path, "a path relative to the checkout (no '..')")
 _ARCH: Check = _rule(
@@ -336,8 +337,14 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
                 gbench=gbench,
                 nvbench=nvbench,
                 names=tuple(bench_t.get("names", ())),
+                config=_config(path, prefix + "config", bench_t.get("config", {})),
             )
         )
+    slurm = _parse_slurm(path, data["slurm"]) if "slurm" in data else None
+    for i, bench in enumerate(benches):
+        classes = [c.label for c in (slurm.classes if slurm else ()) if (c.key, c.value) in bench.config]
+        if len(classes) > 1:
+            raise ConfigError(path, f"benchmark[{i}].config", f"matches machine classes {' and '.join(classes)}: expected at most one")
     return Recipe(
         path=path,
         name=data["name"],
@@ -362,13 +369,20 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
             targets=tuple(build_t.get("targets", ())),
         ),
         benchmarks=tuple(benches),
-        slurm=_parse_slurm(path, data["slurm"]) if "slurm" in data else None,
+        slurm=slurm,
         search_paths=tuple(search_t.get("paths", ())),
         budget_s=parse_duration(search_t["budget"]) if "budget" in search_t else None,
         search_method=SearchMethod(search_t.get("method", SearchMethod.POSTERIOR.value)),
         dependencies=parse_dependencies(path, data["dependency"]) if "dependency" in data else (),
         futility=bool(search_t.get("futility", True)),
     )
+
+
+def _config(path: Path, where: str, table: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    for key, value in table.items():
+        if not value or any(c.isspace() or c == "=" for c in key + value):
+            raise ConfigError(path, f"{where}.{key}", f"expected a non-empty value without spaces or '=', got {value!r}")
+    return tuple(sorted(table.items()))
 
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*")

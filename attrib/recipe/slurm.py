@@ -19,6 +19,7 @@ from attrib.recipe.checks import (
     Check,
     _check_table,
     _rule,
+    _table,
 )
 
 DEFAULT_SLURM_ROUND_TIME_MIN = 60  # wall-clock limit of one measurement round's allocation
@@ -32,6 +33,21 @@ SLURM_RESERVED_ARGS = (
     "--nodelist", "--requeue", "--no-requeue", "--array", "--export", "--wait", "--dependency",
     "--cpus-per-task", "--exclusive",
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SlurmClass:
+    """[slurm.classes."key=value"]: where a benchmark whose configuration has key = value runs
+    its rounds (docs/slurm.md). Its partition and constraint replace the table's for those rounds."""
+
+    key: str
+    value: str
+    partition: str | None = None
+    constraint: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.key}={self.value}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,7 @@ class SlurmSpec:
     max_builds: int = DEFAULT_SLURM_MAX_BUILDS
     max_retries: int = DEFAULT_SLURM_MAX_RETRIES
     start_timeout_s: float = DEFAULT_SLURM_START_TIMEOUT_S
+    classes: tuple[SlurmClass, ...] = ()  # machine classes, by a benchmark's configuration
 
 
 _SLURM: dict[str, tuple[Check, bool]] = {
@@ -76,7 +93,26 @@ _SLURM: dict[str, tuple[Check, bool]] = {
     "max_builds": (_POS_INT, False),
     "max_retries": (_NON_NEG_INT, False),
     "start_timeout_s": (_POS_NUM, False),
+    "classes": (_table('a table of machine classes such as [slurm.classes."gpu=H100"]'), False),
 }
+_CLASS: dict[str, tuple[Check, bool]] = {"partition": (_STR, False), "constraint": (_STR, False)}
+_CLASS_KEY = re.compile(r"([^=\s]+)=([^=\s]+)")
+
+
+def _parse_classes(path: Path, table: dict[str, Any]) -> tuple[SlurmClass, ...]:
+    out = []
+    for key, body in table.items():
+        where = f'slurm.classes."{key}"'
+        m = _CLASS_KEY.fullmatch(key)
+        if m is None:
+            raise ConfigError(path, where, 'expected a configuration key=value such as "gpu=H100"')
+        if not isinstance(body, dict):
+            raise ConfigError(path, where, "expected a table with partition and/or constraint")
+        body = _check_table(path, where + ".", body, _CLASS)
+        if not body:
+            raise ConfigError(path, where, "expected partition and/or constraint (where its rounds run)")
+        out.append(SlurmClass(m.group(1), m.group(2), body.get("partition"), body.get("constraint")))
+    return tuple(out)
 _SBATCH_ARG = re.compile(r"--([a-z][a-z0-9-]*)(=.+)?")
 
 
@@ -115,4 +151,5 @@ def _parse_slurm(path: Path, table: dict[str, Any]) -> SlurmSpec:
         max_builds=table.get("max_builds", DEFAULT_SLURM_MAX_BUILDS),
         max_retries=table.get("max_retries", DEFAULT_SLURM_MAX_RETRIES),
         start_timeout_s=float(table.get("start_timeout_s", DEFAULT_SLURM_START_TIMEOUT_S)),
+        classes=_parse_classes(path, table.get("classes", {})),
     )

@@ -97,6 +97,7 @@ class SlurmRound:
     fault: str = ""  # why the allocation ended under the round, if it did
     lost: tuple[str, ...] = ()  # allocations lost before a run started (retried)
     submit_to_start_s: float | None = None
+    machine_class: str = ""  # "gpu=H100": the [slurm.classes] entry its allocation was placed by
 
 
 @dataclass(frozen=True)

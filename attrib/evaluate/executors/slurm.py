@@ -30,13 +30,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from attrib.errors import JobStopped, SlurmInterrupted, SlurmUnavailable
-from attrib.evaluate.executors.base import ProcessResult, SlurmBuildJob, SlurmDescription, SlurmRound
+from attrib.evaluate.executors.base import Executor, ProcessResult, SlurmBuildJob, SlurmDescription, SlurmRound
 from attrib.evaluate.executors.local import run_process
 from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, JobWatcher, SlurmCli
 from attrib.evaluate.executors.slurm_plan import (
@@ -53,8 +53,9 @@ from attrib.evaluate.executors.slurm_plan import (
     sbatch_round_argv,
     srun_check_argv,
     srun_step_argv,
+    with_class,
 )
-from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmSpec
+from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmClass, SlurmSpec
 
 log = logging.getLogger("attrib.slurm")
 
@@ -84,6 +85,8 @@ class _Round:
     lost: list[str] = field(default_factory=list)  # allocations lost before a run started (retried)
     runs: int = 0
     submit_to_start_s: float | None = None
+    spec: SlurmSpec | None = None  # placement of the allocation (a machine class's); None: the table's
+    machine_class: str = ""
 
 
 def _read_stamp(path: Path) -> float | None:
@@ -352,12 +355,15 @@ class SlurmExecutor:
     # --- rounds ---------------------------------------------------------------------------
 
     @contextmanager
-    def round(self) -> Iterator[object]:
-        """One allocation on one node for the runs inside (taken at the first run)."""
+    def round(self, cls: SlurmClass | None = None) -> Iterator[object]:
+        """One allocation on one node for the runs inside (taken at the first run), on a node
+        of the machine class `cls` where one is given."""
         if self._round is not None:  # nested: the outer round holds the node
+            if cls is not None and self._round.machine_class != cls.label:
+                raise SlurmUnavailable(f"a round of class {cls.label} inside one of {self._round.machine_class or 'none'}")
             yield self._round
             return
-        current = _Round(len(self.rounds))
+        current = _Round(len(self.rounds), spec=with_class(self.spec, cls), machine_class=cls.label if cls else "")
         self._round = current
         try:
             yield current
@@ -369,6 +375,7 @@ class SlurmExecutor:
                 SlurmRound(
                     round=current.index, job=current.job_id, node=current.node, runs=current.runs,
                     fault=current.fault, lost=tuple(current.lost), submit_to_start_s=current.submit_to_start_s,
+                    machine_class=current.machine_class,
                 )
             )  # fmt: skip
 
@@ -376,7 +383,8 @@ class SlurmExecutor:
         faults = []
         for attempt in range(self.spec.max_retries + 1):
             name = job_name(self.run_id, JobKind.ROUND, f"{r.index}" + (f"-{attempt}" if attempt else ""))
-            argv = sbatch_round_argv(self.spec, name, self.logs, self.script, exclusion(self.bad_nodes, self.all_nodes))
+            spec = r.spec or self.spec
+            argv = sbatch_round_argv(spec, name, self.logs, self.script, exclusion(self.bad_nodes, self.all_nodes))
             submitted = time.monotonic()
             job_id, err = self._submit(argv, name, dict(os.environ))
             if job_id is None:
@@ -387,7 +395,7 @@ class SlurmExecutor:
                 r.submit_to_start_s = round(time.monotonic() - submitted, 3)
                 # A first, empty step: the node is still starting the batch step, which would
                 # disturb whichever run came first; and a node that cannot start steps shows here.
-                warm = run_process(srun_step_argv(self.spec, job_id, self.workdir, self.workdir, ["true"], None),
+                warm = run_process(srun_step_argv(spec, job_id, self.workdir, self.workdir, ["true"], None),
                                    self.workdir, None, CLI_TIMEOUT_S)  # fmt: skip
                 if warm.ok:
                     r.job_id, r.node = job_id, info.nodes
@@ -405,11 +413,16 @@ class SlurmExecutor:
             log.warning("round %d: allocation %s", r.index, why)
         r.fault = "; ".join(faults)
 
-    def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
-        if self._round is None:  # a run outside a round is a round of one
-            with self.round():
+    def run(self, checkout: Path, argv: Sequence[str], timeout_s: float, cls: SlurmClass | None = None) -> ProcessResult:
+        if self._round is None or cls is not None:  # a run outside a round is a round of one
+            with self.round(cls):
                 return self._step(checkout, argv, timeout_s)
         return self._step(checkout, argv, timeout_s)
+
+    def placed(self, cls: SlurmClass | None) -> Executor:
+        """This executor with its rounds and runs on nodes of the machine class `cls` (builds
+        stay where the table puts them); itself when there is none."""
+        return self if cls is None else _Placed(self, cls)
 
     def _step(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
         r = self._round
@@ -422,7 +435,7 @@ class SlurmExecutor:
             )
         stamp = self.logs / f"step-{r.job_id}-{r.runs}.stamp"
         script = None if self.spec.container_image else self.script
-        step = srun_step_argv(self.spec, r.job_id, checkout, self.workdir, list(argv), script)
+        step = srun_step_argv(r.spec or self.spec, r.job_id, checkout, self.workdir, list(argv), script)
         res = self._run_step(step, {**os.environ, STAMP_VAR: str(stamp)}, timeout_s, r.job_id)
         r.runs += 1
         started, ended = _read_stamp(Path(f"{stamp}.start")), _read_stamp(Path(f"{stamp}.end"))
@@ -504,3 +517,30 @@ class SlurmExecutor:
         live = sorted({j.job_id for j in jobs if j.name.startswith(self.prefix) and j.active})
         if live:
             self._cancel_and_wait(live)
+
+
+class _Placed:
+    """A SlurmExecutor whose rounds go to one machine class: a member's runner and round
+    context use it, so its rounds are allocations of its class and paired on that node."""
+
+    def __init__(self, executor: SlurmExecutor, cls: SlurmClass) -> None:
+        self.executor, self.cls = executor, cls
+        self.name = executor.name
+
+    def identity(self) -> str:
+        return self.executor.identity()
+
+    def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
+        return self.executor.shell(checkout, command, env, timeout_s)
+
+    def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
+        return self.executor.run(checkout, argv, timeout_s, self.cls)
+
+    def round(self) -> AbstractContextManager[object]:
+        return self.executor.round(self.cls)
+
+    def describe(self) -> SlurmDescription:
+        return self.executor.describe()
+
+    def close(self) -> None:
+        """The executor is the run's: closed once, by its owner."""

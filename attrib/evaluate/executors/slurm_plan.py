@@ -9,12 +9,12 @@ Names: every job is `attrib-<run id>-<kind>-<tag>`, so `squeue` finds all of one
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from attrib.recipe import SlurmSpec
+from attrib.recipe import SlurmClass, SlurmSpec
 
 JOB_PREFIX = "attrib-"
 BUILD_TIME_SLACK_MIN = 1  # Slurm's limit is a backstop past attrib's own timeout, not a race with it
@@ -185,6 +185,22 @@ def minutes(seconds: float) -> int:
 
 def build_time_min(spec: SlurmSpec, build_timeout_s: float) -> int:
     return spec.build_time_min or minutes(build_timeout_s) + BUILD_TIME_SLACK_MIN
+
+
+def machine_class(spec: SlurmSpec, config: tuple[tuple[str, str], ...]) -> SlurmClass | None:
+    """The class a benchmark's configuration names ([slurm.classes]); None: the table's own
+    placement. The recipe refuses a configuration that names two."""
+    return next((c for c in spec.classes if (c.key, c.value) in config), None)
+
+
+def with_class(spec: SlurmSpec, cls: SlurmClass | None) -> SlurmSpec:
+    """The spec a class's rounds are submitted with: its partition and constraint replace the
+    table's (a class is a kind of node; the table's own constraint may name another)."""
+    if cls is None:
+        return spec
+    return replace(
+        spec, partition=cls.partition or spec.partition, constraint=cls.constraint or spec.constraint, classes=()
+    )
 
 
 def _placement(spec: SlurmSpec) -> list[str]:
