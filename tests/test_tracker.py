@@ -413,3 +413,23 @@ def test_github_keeps_the_sparkline_and_says_where_the_plot_is(server, results, 
     assert f"\n{line}\n" in body and "![" not in body and "```text" in body
     assert log[0] == f"github:acme/kernels: {line}"
     assert not [r for r in server.received if "upload" in r.path]
+
+
+def test_cli_dir_filing_that_cannot_write_is_one_line_exit_1_after_the_report(results, tmp_path):
+    # A file where a folder of the dir: target must go: mkdir fails with ENOTDIR. It was an
+    # OSError's traceback (exit 1 by accident); now it is the filing failure's one line.
+    (tmp_path / "result.json").write_text(dump(results["culprit"]))
+    (tmp_path / "afile").write_text("in the way")
+    target = f"dir:{tmp_path / 'afile' / 'reports'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "attrib", "report", str(tmp_path / "result.json"), "--out", str(tmp_path / "r.md"),
+         "--file-issue", target],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"attrib: error: {target}: cannot write ") and "Not a directory" in line
+    assert (tmp_path / "r.md").exists()
+    too_long = run_cli("report", tmp_path / "result.json", "--file-issue", f"dir:{tmp_path / ('x' * 300)}")
+    assert too_long.code == 2
+    assert too_long.stderr.strip().endswith("File name too long")

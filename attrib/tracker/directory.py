@@ -4,11 +4,12 @@ fingerprint holding report.md (+ plot.png); a repeat appends a comment section t
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from attrib.errors import InputError
+from attrib.errors import InputError, TrackerError
 from attrib.fsutil import atomic_write_text
 from attrib.tracker.base import Attached, Posted, marker
 
@@ -20,12 +21,26 @@ class Directory:
         self.root = Path(path).expanduser()
         self.target = f"dir:{path}"
         self.project = str(self.root.resolve())
-        if self.root.exists() and not self.root.is_dir():
+        try:
+            blocked = self.root.exists() and not self.root.is_dir()
+        except OSError as e:  # a name the file system cannot hold (ENAMETOOLONG), a loop of links
+            raise InputError(f"--file-issue {self.target}: {e.strerror or e}") from None
+        if blocked:
             raise InputError(f"--file-issue {self.target}: {self.root} exists and is not a directory")
         self._plots = 0
 
     def _dir(self, fingerprint: str) -> Path:
         return self.root / fingerprint[:FINGERPRINT_DIR_CHARS]
+
+    @contextmanager
+    def _writing(self, what: Path) -> Iterator[None]:
+        # A folder that cannot be written (read-only, a name too long, a file in the way) is a
+        # filing failure like a forge's refusal: one line naming the target, after the result
+        # and the report were written, never a traceback.
+        try:
+            yield
+        except OSError as e:
+            raise TrackerError(f"{self.target}: cannot write {what}: {e.strerror or e}") from None
 
     def find_open(self, fingerprints: Sequence[str], label: str | None) -> Posted | None:
         for fingerprint in fingerprints:
@@ -39,7 +54,8 @@ class Directory:
         fingerprint = body.split("attrib-fingerprint: ", 1)[1].split(" ", 1)[0]
         report = self._dir(fingerprint) / "report.md"
         head = f"<!-- title: {title} -->\n<!-- labels: {', '.join(labels)} -->\n"
-        atomic_write_text(report, head + body)
+        with self._writing(report):
+            atomic_write_text(report, head + body)
         return Posted(1, str(report))
 
     def comment(self, number: int, body: str, run_id: str) -> Posted:
@@ -49,7 +65,8 @@ class Directory:
         text = report.read_text()
         n = text.count("\n## Comment ") + 1
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        atomic_write_text(report, text + f"\n\n---\n\n## Comment {n} ({when})\n\n{body}")
+        with self._writing(report):
+            atomic_write_text(report, text + f"\n\n---\n\n## Comment {n} ({when})\n\n{body}")
         return Posted(n, f"{report}#comment-{n}")
 
     def handle(self, sha: str) -> str | None:
@@ -57,12 +74,14 @@ class Directory:
 
     def attach(self, plot: Path, fingerprint: str) -> Attached:
         folder = self._dir(fingerprint)
-        folder.mkdir(parents=True, exist_ok=True)
+        with self._writing(folder):
+            folder.mkdir(parents=True, exist_ok=True)
         name = "plot.png"
         if (folder / name).exists():  # a comment's plot sits next to the first, never over it
             n = 2
             while (folder / f"plot-{n}.png").exists():
                 n += 1
             name = f"plot-{n}.png"
-        shutil.copyfile(plot, folder / name)
+        with self._writing(folder / name):
+            shutil.copyfile(plot, folder / name)
         return Attached(link=name)
