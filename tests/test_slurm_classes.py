@@ -105,3 +105,18 @@ def test_each_members_rounds_run_on_a_node_of_its_class(tmp_path: Path):
         fields = dict(part.split("=", 1) for part in shown.stdout.split() if "=" in part)
         assert fields.get("Features") == {"gpu=H100": "h100", "gpu=H200": "h200"}[r["machine_class"]], shown.stdout
     assert attrib_jobs() == []
+
+
+def test_a_single_benchmark_of_a_class_runs_on_its_nodes_only(tmp_path: Path):
+    tree = generate_tree(tmp_path / "repo", spec(commits=6, culprits=((3, STEP_PCT),)))
+    where = tmp_path / "where.log"
+    out = tmp_path / "result.json"
+    argv = _bisect_argv(tree, _recipe(tmp_path / "r.toml", where), tmp_path / "work", out, "--benchmark", "loop_h200")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE_S)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert [c["commit"] for c in result["culprits"]] == tree.culprits
+    assert {tuple(line.split()[:2]) for line in where.read_text().splitlines()} == {("loop_h200", "n2")}
+    rounds = [r for r in result["executor"]["rounds"] if r["runs"]]
+    assert rounds and {(r["machine_class"], r["node"]) for r in rounds} == {("gpu=H200", "n2")}
+    assert attrib_jobs() == []
