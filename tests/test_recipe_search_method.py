@@ -27,7 +27,7 @@ def test_defaults_posterior_search_and_half_the_minimum(tmp_path: Path) -> None:
 
 
 def test_sequential_method_and_an_explicit_ignore_below(tmp_path: Path) -> None:
-    # the sequential search stays selectable for one release
+    # the sequential search is a method of the product (segment/sequential_search.py says why)
     recipe, _ = _load(tmp_path, TOP + '[search]\nmethod = "sequential"\n' + BENCH + "ignore_below_pct = 1\n")
     assert recipe.search_method is SearchMethod.SEQUENTIAL
     assert recipe.benchmarks[0].ignore_pct == 1.0

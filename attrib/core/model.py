@@ -224,7 +224,7 @@ class VerifyMode(StrEnum):
 
 class SearchMethod(StrEnum):
     """How the search walks a range (`[search] method`): the posterior by default; the
-    sequential one stays selectable for one release, so before and after come from one run."""
+    sequential one when no level model may be assumed (segment/sequential_search.py)."""
 
     SEQUENTIAL = "sequential"  # one sequential test per probe against fresh reference rounds
     POSTERIOR = "posterior"  # one posterior over the change's position, fed every block (core/posterior.py)

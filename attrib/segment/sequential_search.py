@@ -1,5 +1,9 @@
-"""The sequential search of one segment, kept selectable (`[search] method = "sequential"`) for
-one release so before and after come from one run.
+"""The sequential search of one segment (`[search] method = "sequential"`): a method of the
+product, not a leftover. It assumes nothing about how commits share a level (each probe is judged
+by its own test against the segment's reference), so it stays right where the posterior's model
+of one level before the change and one after is wrong, a creeping regression of many small steps
+say, and every tested commit's verdict is its own test's; it is also the before/after peer the
+benchmarks measure the posterior search against, from one run.
 
 Each probe is its own sequential test against the segment's reference (core/search.py picks
 the probes, bisection-style or at posterior quantiles when several run at once); inconclusive
