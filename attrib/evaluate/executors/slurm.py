@@ -25,7 +25,6 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import threading
 import time
 import uuid
@@ -33,15 +32,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from attrib.errors import JobStopped, SlurmInterrupted, SlurmUnavailable
+from attrib.errors import SlurmUnavailable
 from attrib.evaluate.executors.base import Executor, ProcessResult, SlurmBuildJob, SlurmDescription, SlurmRound
 from attrib.evaluate.executors.local import run_process
-from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, JobWatcher, SlurmCli
+from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, SlurmCli
+from attrib.evaluate.executors.slurm_jobs import SlurmJobs
 from attrib.evaluate.executors.slurm_plan import (
     Ending,
-    JobInfo,
     JobKind,
     SlurmState,
     build_time_min,
@@ -59,10 +57,8 @@ from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmClass, SlurmSpec
 
 log = logging.getLogger("attrib.slurm")
 
-CLOSE_WAIT_S = 60.0  # how long close() waits for squeue to stop listing cancelled jobs
 STEP_POLL_S = 0.5  # how often a running step checks for a cancel or a stop
 STAMP_VAR = "ATTRIB_STAMP"
-INTERRUPTED = "interrupted"
 
 # attrib's batch script: stamps the command's start and end (the per-job overhead figures)
 # and runs its arguments as they are. It is the same text for every job; no user input in it.
@@ -96,6 +92,37 @@ def _read_stamp(path: Path) -> float | None:
         return None
 
 
+def _check_shared(spec: SlurmSpec, cli: SlurmCli, workdir: Path, logs: Path, script: Path, run_id: str) -> None:
+    """Checkouts and builds must be on a filesystem every node mounts: check it now, with
+    one short job that reads a token written here, rather than fail every build later."""
+    shared = spec.shared_dir
+    if shared and not workdir.is_relative_to(Path(shared)):
+        raise SlurmUnavailable(
+            f"[slurm] shared_dir {shared}: the work dir {workdir} is not under it; "
+            "give --workdir under it, or leave --workdir out to use it"
+        )
+    fresh = not workdir.exists()  # bad input leaves nothing behind: remove it again on failure
+    logs.mkdir(parents=True, exist_ok=True)
+    if not script.exists() or script.read_text() != JOB_SCRIPT:
+        script.write_text(JOB_SCRIPT)
+    script.chmod(0o755)
+    token = secrets.token_hex(8)
+    token_file = logs / f".shared-check-{run_id}"
+    token_file.write_text(token)
+    try:
+        res = cli.call(srun_check_argv(spec, job_name(run_id, JobKind.CHECK), token_file, workdir))
+    finally:
+        token_file.unlink(missing_ok=True)
+    if res.returncode != 0 or res.stdout.strip() != token:
+        said = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
+        if fresh:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise SlurmUnavailable(
+            f"work dir {workdir}: a Slurm node cannot read it ({said}); checkouts and builds must be on a "
+            "filesystem every node mounts: set [slurm] shared_dir (docs/slurm.md)"
+        )
+
+
 class SlurmExecutor:
     name = "slurm"
 
@@ -110,11 +137,10 @@ class SlurmExecutor:
         self.run_id = run_id or uuid.uuid4().hex[:8]
         self.cli = cli or SlurmCli()
         self.prefix = run_prefix(self.run_id)
-        self.watcher = JobWatcher(self.cli, self.prefix)
+        self.slurm_jobs = SlurmJobs(spec, self.cli, self.prefix)  # submitted, cancelled, waits, stops
+        self.watcher = self.slurm_jobs.watcher
         self.logs = workdir / "slurm"
         self.script = self.logs / "attrib-job.sh"
-        self.submitted: dict[int, str] = {}
-        self.cancelled: set[int] = set()
         self.bad_nodes: set[str] = set()
         self.rounds: list[SlurmRound] = []
         self.jobs: list[SlurmBuildJob] = []  # one entry per build job: node, state, overheads
@@ -122,9 +148,6 @@ class SlurmExecutor:
         self._round: _Round | None = None
         self._lock = threading.Lock()
         self._builds = threading.BoundedSemaphore(spec.max_builds)
-        self._aborted = threading.Event()
-        self._should_stop: Callable[[], str | None] | None = None
-        self._saved_handlers: dict[int, Any] = {}
         self._closed = False
         self.cli.require_controller()
         self.all_nodes = self.cli.nodes(spec.partition)
@@ -132,42 +155,10 @@ class SlurmExecutor:
             where = f"partition {spec.partition!r}" if spec.partition else "the default partition"
             raise SlurmUnavailable(f"--executor slurm: {where} has no nodes (sinfo lists none)")
         self.orphans_cancelled = self._cancel_leftovers() if run_id else 0
-        self._check_shared()
-        self._hook_signals()
+        _check_shared(spec, self.cli, workdir, self.logs, self.script, self.run_id)
+        self.slurm_jobs.hook_signals()
 
     # --- plan-time checks -----------------------------------------------------------------
-
-    def _check_shared(self) -> None:
-        """Checkouts and builds must be on a filesystem every node mounts: check it now, with
-        one short job that reads a token written here, rather than fail every build later."""
-        shared = self.spec.shared_dir
-        if shared and not self.workdir.is_relative_to(Path(shared)):
-            raise SlurmUnavailable(
-                f"[slurm] shared_dir {shared}: the work dir {self.workdir} is not under it; "
-                "give --workdir under it, or leave --workdir out to use it"
-            )
-        fresh = not self.workdir.exists()  # bad input leaves nothing behind: remove it again on failure
-        self.logs.mkdir(parents=True, exist_ok=True)
-        if not self.script.exists() or self.script.read_text() != JOB_SCRIPT:
-            self.script.write_text(JOB_SCRIPT)
-        self.script.chmod(0o755)
-        token = secrets.token_hex(8)
-        token_file = self.logs / f".shared-check-{self.run_id}"
-        token_file.write_text(token)
-        try:
-            res = self.cli.call(
-                srun_check_argv(self.spec, job_name(self.run_id, JobKind.CHECK), token_file, self.workdir)
-            )
-        finally:
-            token_file.unlink(missing_ok=True)
-        if res.returncode != 0 or res.stdout.strip() != token:
-            said = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
-            if fresh:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-            raise SlurmUnavailable(
-                f"work dir {self.workdir}: a Slurm node cannot read it ({said}); checkouts and builds must be on a "
-                "filesystem every node mounts: set [slurm] shared_dir (docs/slurm.md)"
-            )
 
     def _cancel_leftovers(self) -> int:
         """Jobs of this run id still in Slurm (a daemon killed with -9): cancel them before
@@ -176,111 +167,12 @@ class SlurmExecutor:
         live = [j.job_id for j in jobs if j.name.startswith(self.prefix) and j.active]
         if live:
             log.warning("cancelling %d job(s) of %s left from an earlier attempt: %s", len(live), self.run_id, live)
-            self._cancel_and_wait(live)
+            self.slurm_jobs.cancel_and_wait(live)
         return len(live)
-
-    # --- stopping -------------------------------------------------------------------------
 
     def watch(self, should_stop: Callable[[], str | None]) -> None:
         """The daemon's stop check (cancel, daemon stopping, lease lost): polled while jobs wait."""
-        self._should_stop = should_stop
-
-    def _hook_signals(self) -> None:
-        """Ctrl-C/SIGTERM reach the main thread only; build threads waiting on jobs learn of
-        it here, cancel their jobs and unwind, instead of waiting out builds nobody wants."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(sig)
-            self._saved_handlers[sig] = previous
-
-            def handler(signum: int, frame: Any, previous: Any = previous) -> None:
-                if previous == signal.SIG_IGN:
-                    return
-                self._aborted.set()
-                if callable(previous):
-                    previous(signum, frame)
-                raise KeyboardInterrupt
-
-            signal.signal(sig, handler)
-
-    def _restore_signals(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            for sig, previous in self._saved_handlers.items():
-                signal.signal(sig, previous)
-        self._saved_handlers.clear()
-
-    def _stop_reason(self) -> str | None:
-        if self._aborted.is_set():
-            return INTERRUPTED
-        return self._should_stop() if self._should_stop is not None else None
-
-    def _unwind(self, why: str, job_ids: Sequence[int]) -> None:
-        self._cancel(job_ids)
-        if why == INTERRUPTED:
-            raise SlurmInterrupted(f"interrupted; cancelled Slurm job(s) {', '.join(map(str, job_ids)) or '(none)'}")
-        raise JobStopped(why)
-
-    # --- jobs -----------------------------------------------------------------------------
-
-    def _submit(self, argv: list[str], name: str, env: Mapping[str, str]) -> tuple[int | None, str]:
-        job_id, err = self.cli.submit(argv, env)
-        if job_id is not None:
-            with self._lock:
-                self.submitted[job_id] = name
-            self.watcher.kick()
-        return job_id, err
-
-    def _cancel(self, job_ids: Sequence[int]) -> None:
-        with self._lock:
-            self.cancelled.update(job_ids)
-        self.cli.cancel(list(job_ids))
-
-    def _cancel_and_wait(self, job_ids: Sequence[int]) -> None:
-        self._cancel(job_ids)
-        deadline = time.monotonic() + CLOSE_WAIT_S
-        pending = set(job_ids)
-        while pending and time.monotonic() < deadline:
-            jobs = self.cli.jobs()
-            if jobs is None:
-                break
-            active = {j.job_id for j in jobs if j.active}
-            pending &= active
-            if pending:
-                time.sleep(0.5)
-        if pending:
-            log.warning("Slurm still lists job(s) %s %g s after scancel", sorted(pending), CLOSE_WAIT_S)
-
-    def _info(self, job_id: int) -> JobInfo:
-        info = self.watcher.next(job_id)
-        if info is None:  # not in squeue's answer: aged out of the controller's memory, or never seen
-            info = self.cli.show_job(job_id)
-        return info or JobInfo(
-            job_id, self.submitted.get(job_id, ""), SlurmState.UNKNOWN, reason="unknown to the controller"
-        )
-
-    def _await(self, job_id: int, run_timeout_s: float | None) -> tuple[JobInfo, str]:
-        """Wait until the job ends (run_timeout_s given: a build) or runs (None: a round's
-        allocation). Returns its info and "" or what attrib did to it ("start" / "timeout")."""
-        start_deadline = time.monotonic() + self.spec.start_timeout_s
-        running_since: float | None = None
-        while True:
-            if why := self._stop_reason():
-                self._unwind(why, [job_id])
-            info = self._info(job_id)
-            now = time.monotonic()
-            if not info.active:
-                return info, ""
-            if info.state is SlurmState.RUNNING:
-                if run_timeout_s is None:
-                    return info, ""
-                running_since = running_since or now
-                if now - running_since > run_timeout_s:
-                    self._cancel([job_id])
-                    return info, "timeout"
-            elif running_since is None and now > start_deadline:
-                self._cancel([job_id])
-                return info, "start"
+        self.slurm_jobs.watch(should_stop)
 
     # --- builds ---------------------------------------------------------------------------
 
@@ -316,10 +208,10 @@ class SlurmExecutor:
             self.workdir, exclude,
         )  # fmt: skip
         submitted, t0 = time.time(), time.monotonic()
-        job_id, err = self._submit(argv, name, job_env)
+        job_id, err = self.slurm_jobs.submit(argv, name, job_env)
         if job_id is None:
             return f"sbatch refused {name}: {err}"
-        info, action = self._await(job_id, timeout_s)
+        info, action = self.slurm_jobs.wait(job_id, timeout_s)
         done_at = time.time()
         out_path, err_path = self.logs / f"{name}-{job_id}.out", self.logs / f"{name}-{job_id}.err"
         out = out_path.read_text(errors="replace") if out_path.exists() else ""
@@ -328,7 +220,7 @@ class SlurmExecutor:
         for leftover in (out_path, err_path, Path(f"{stamp}.start"), Path(f"{stamp}.end")):
             leftover.unlink(missing_ok=True)
         duration = time.monotonic() - t0
-        end = ending(info, job_id in self.cancelled)
+        end = ending(info, job_id in self.slurm_jobs.cancelled)
         with self._lock:
             self.jobs.append(
                 SlurmBuildJob(
@@ -347,7 +239,7 @@ class SlurmExecutor:
             )
             return ProcessResult(code, out, errs, False, duration, info.nodes)
         if info.state is SlurmState.UNKNOWN:
-            self._cancel([job_id])  # lost from sight, maybe not from the cluster: never leave it running
+            self.slurm_jobs.cancel([job_id])  # lost from sight, maybe not from the cluster: never leave it running
         if info.nodes:
             self.bad_nodes.add(info.nodes)
         return info.describe()
@@ -370,7 +262,7 @@ class SlurmExecutor:
         finally:
             self._round = None
             if current.job_id is not None:
-                self._cancel([current.job_id])
+                self.slurm_jobs.cancel([current.job_id])
             self.rounds.append(
                 SlurmRound(
                     round=current.index, job=current.job_id, node=current.node, runs=current.runs,
@@ -386,11 +278,11 @@ class SlurmExecutor:
             spec = r.spec or self.spec
             argv = sbatch_round_argv(spec, name, self.logs, self.script, exclusion(self.bad_nodes, self.all_nodes))
             submitted = time.monotonic()
-            job_id, err = self._submit(argv, name, dict(os.environ))
+            job_id, err = self.slurm_jobs.submit(argv, name, dict(os.environ))
             if job_id is None:
                 faults.append(f"sbatch refused {name}: {err}")
                 continue
-            info, action = self._await(job_id, None)
+            info, action = self.slurm_jobs.wait(job_id, None)
             if info.state is SlurmState.RUNNING and not action:
                 r.submit_to_start_s = round(time.monotonic() - submitted, 3)
                 # A first, empty step: the node is still starting the batch step, which would
@@ -402,7 +294,7 @@ class SlurmExecutor:
                     return
                 info = self.watcher.refresh(job_id) or info
                 action = f"its first step failed: {(warm.stderr.strip() or 'timed out').splitlines()[-1]}"
-            self._cancel([job_id])
+            self.slurm_jobs.cancel([job_id])
             if action == "start":
                 action = f"not started after {self.spec.start_timeout_s:g} s"
             why = info.describe() + (f": {action}" if action else "")
@@ -446,7 +338,7 @@ class SlurmExecutor:
         if res.timed_out:
             # srun is killed, its step might linger: cancel the allocation so nothing stray
             # runs next to the round's later runs; they fail and the next round starts afresh.
-            self._cancel([r.job_id])
+            self.slurm_jobs.cancel([r.job_id])
             r.fault = f"a run timed out after {timeout_s:g} s; the allocation was cancelled"
             return replace(res, node=r.node)
         if res.returncode != 0:
@@ -470,7 +362,7 @@ class SlurmExecutor:
     def _run_step(self, argv: list[str], env: Mapping[str, str], timeout_s: float, job_id: int) -> ProcessResult:
         """srun in the foreground, with attrib's timeout and stop checks (a daemon cancel must
         not wait for a long step to end by itself)."""
-        if self._should_stop is None:
+        if not self.slurm_jobs.watched:
             return run_process(argv, self.workdir, env, timeout_s)
         deadline = time.monotonic() + timeout_s
         holder: dict[str, ProcessResult] = {}
@@ -480,8 +372,8 @@ class SlurmExecutor:
         worker.start()
         while worker.is_alive():
             worker.join(STEP_POLL_S)
-            if worker.is_alive() and (why := self._stop_reason()):
-                self._unwind(why, [job_id])  # the cancelled allocation ends the step, and srun with it
+            if worker.is_alive() and (why := self.slurm_jobs.stop_reason()):
+                self.slurm_jobs.unwind(why, [job_id])  # the cancelled allocation ends the step, and srun with it
             if time.monotonic() > deadline + CLI_TIMEOUT_S:
                 break
         return holder.get("r") or ProcessResult(None, "", "srun did not return\n", True, timeout_s)
@@ -497,7 +389,7 @@ class SlurmExecutor:
             container_image=self.spec.container_image,
             nodes_available=tuple(self.all_nodes),
             nodes_used=tuple(sorted({*(r.node for r in self.rounds if r.node), *(j.node for j in self.jobs if j.node)})),
-            jobs_submitted=len(self.submitted),
+            jobs_submitted=len(self.slurm_jobs.submitted),
             orphans_cancelled=self.orphans_cancelled,
             calls=dict(self.cli.calls),
             polls_per_min=round(polls / elapsed_min, 2),
@@ -509,14 +401,14 @@ class SlurmExecutor:
     def close(self) -> None:
         """scancel every job this run submitted that may still be there, wait until squeue
         no longer lists them; safe to call more than once."""
-        self._restore_signals()
+        self.slurm_jobs.restore_signals()
         if self._closed:
             return
         self._closed = True
         jobs = self.cli.jobs() or []
         live = sorted({j.job_id for j in jobs if j.name.startswith(self.prefix) and j.active})
         if live:
-            self._cancel_and_wait(live)
+            self.slurm_jobs.cancel_and_wait(live)
 
 
 class _Placed:
