@@ -23,9 +23,9 @@ from typing import Any
 
 from attrib.core.model import JobState
 from attrib.daemon.grouping import GroupQueries, Join, add_members, join_queued
+from attrib.daemon.samples import SampleRecords
 from attrib.daemon.schema import (
     ACTIVE_SQL,
-    BUILDS,
     COUNTED,
     DELIVERIES,
     FLAGS,
@@ -33,21 +33,17 @@ from attrib.daemon.schema import (
     JOB_HOLDS,
     JOBS,
     META,
-    SAMPLES,
     SCHEMA_VERSION,
     TABLES,
     TRANSITIONS,
-    Build,
     Delivery,
     FlagRow,
     Job,
     JobHold,
     NewJob,
-    Sample,
     Transition,
 )
 from attrib.errors import QueueFull, StateError
-from attrib.evaluate.runners import RunResult
 from attrib.result import BisectResult, dump
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # how long a write waits for another writer before it is an error
@@ -80,7 +76,7 @@ class JobRange:
     state: JobState
 
 
-class Store(GroupQueries):
+class Store(GroupQueries, SampleRecords):
     kind = "state database"
 
     def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, max_queue: int = DEFAULT_MAX_QUEUE) -> None:
@@ -345,44 +341,6 @@ class Store(GroupQueries):
     def set_progress(self, job_id: str, progress: dict[str, Any]) -> None:
         with self._errors("record progress"), self._write() as c:
             c.execute("UPDATE jobs SET progress = ?, updated = ? WHERE id = ?", (json.dumps(progress), time.time(), job_id))
-
-    # --- samples and builds -------------------------------------------------------------------
-
-    def load_runs(self, job_id: str) -> dict[tuple[str, int], RunResult]:
-        """Every runner call recorded for a job, by (checkout key, n-th call for that key)."""
-        with self._errors("read samples"):
-            rows = self._conn().execute(
-                "SELECT key, n, samples, error, duration_s, excluded FROM samples WHERE job_id = ?", (job_id,)
-            ).fetchall()
-        return {
-            (r["key"], r["n"]): RunResult(
-                tuple(json.loads(r["samples"])), r["error"], r["duration_s"], tuple(json.loads(r["excluded"]))
-            )
-            for r in rows
-        }
-
-    def record_run(self, job_id: str, owner: str, key: str, n: int, seq: int, run: RunResult) -> None:
-        """One runner call, committed on its own: a kill -9 loses at most the call in flight.
-        Only the lease holder may write, so a worker that lost its job cannot add samples."""
-        with self._errors("record samples"), self._write() as c:
-            if c.execute("SELECT 1 FROM jobs WHERE id = ? AND lease_owner = ?", (job_id, owner)).fetchone() is None:
-                raise StateError(f"job {job_id}: lease lost; samples not recorded")
-            row = Sample(
-                job_id, key, n, seq, json.dumps(list(run.samples)), run.error, run.duration_s, json.dumps(list(run.excluded)), time.time()
-            )
-            c.execute(SAMPLES.insert(), SAMPLES.values(row))
-
-    def record_build(
-        self, job_id: str, attempt: int, commit: str, key: str, ok: bool, cached: bool, reason: str, duration_s: float, log_path: str
-    ) -> None:
-        with self._errors("record a build"), self._write() as c:
-            row = Build(job_id, attempt, commit, key, ok, cached, reason, duration_s, log_path, time.time())
-            c.execute(BUILDS.insert(), BUILDS.values(row))
-
-    def builds(self, job_id: str) -> list[dict[str, Any]]:
-        with self._errors("read builds"):
-            rows = self._conn().execute("SELECT * FROM builds WHERE job_id = ? ORDER BY id", (job_id,)).fetchall()
-        return [dict(r) for r in rows]
 
     def integrity(self) -> str:
         with self._errors("check integrity"):
