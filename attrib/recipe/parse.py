@@ -266,10 +266,8 @@ def _parse_tool_table(
     return None, None
 
 
-def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
-    data = _check_table(path, "", data, _TOP)
-    build_t = _check_table(path, "build.", data["build"], _BUILD)
-    search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
+def _check_build(path: Path, build_t: dict[str, Any]) -> None:
+    """The [build] keys that only mean something together."""
     if "image" in build_t and "dockerfile" in build_t:
         raise ConfigError(path, "build.dockerfile", "give either build.image or build.dockerfile, not both")
     for key in ("cache_size", "cache_dir"):
@@ -283,63 +281,95 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         for key, why in (("build_dir", "the out-of-tree build directory to reuse"), ("artifacts", "what the benchmark runs, hashed and copied from the reused tree")):
             if key not in build_t:
                 raise ConfigError(path, f"build.{key}", f"missing; build.incremental needs {why}")
+
+
+def _parse_benchmark(path: Path, i: int, bench_t: Any, seen: set[str]) -> BenchmarkSpec:
+    """benchmark[i]; `seen` collects the benchmark names so far (each must be unique)."""
+    prefix = f"benchmark[{i}]."
+    if not isinstance(bench_t, dict):
+        raise ConfigError(path, f"benchmark[{i}]", "expected a table")
+    bench_t = _check_table(path, prefix, bench_t, _BENCH)
+    runner = RunnerKind(bench_t["runner"])
+    if runner != RunnerKind.CUPY and "command" not in bench_t:
+        raise ConfigError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
+    if runner == RunnerKind.CUPY and "command" in bench_t:
+        raise ConfigError(
+            path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
+        )
+    if runner == RunnerKind.CUPY and "cupy" not in bench_t:
+        raise ConfigError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
+    if runner != RunnerKind.CUPY and "cupy" in bench_t:
+        raise ConfigError(path, prefix + "cupy", 'only for runner = "cupy"')
+    cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == RunnerKind.CUPY else None
+    gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
+    default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
+    if gbench or nvbench:
+        default_unit = DEFAULT_GBENCH_UNIT if gbench else DEFAULT_NVBENCH_UNIT
+        if bench_t.get("unit", default_unit) not in TIME_UNITS:
+            units = ", ".join(f'"{u}"' for u in TIME_UNITS)
+            raise ConfigError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
+    if "ignore_below_pct" in bench_t and bench_t["ignore_below_pct"] >= bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT):
+        raise ConfigError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
+    if bench_t["name"] in seen:
+        raise ConfigError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
+    seen.add(bench_t["name"])
+    if "names" in bench_t and runner != RunnerKind.COMMAND:
+        raise ConfigError(path, prefix + "names", 'only for runner = "command" (it prints `name value` lines)')
+    for name in bench_t.get("names", ()):
+        if name in seen or any(c.isspace() for c in name):
+            raise ConfigError(path, prefix + "names", f"'{name}': expected unique benchmark names without spaces")
+        seen.add(name)
+    return BenchmarkSpec(
+        name=bench_t["name"],
+        runner=runner,
+        command=tuple(bench_t.get("command", ())),
+        unit=bench_t.get("unit", default_unit),
+        direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
+        timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
+        reps=int(bench_t.get("reps", DEFAULT_REPS)),
+        adapt_reps=bool(bench_t.get("adapt_reps", True)),
+        min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT)),
+        ignore_below_pct=float(bench_t["ignore_below_pct"]) if "ignore_below_pct" in bench_t else None,
+        block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
+        cupy=cupy,
+        gbench=gbench,
+        nvbench=nvbench,
+        names=tuple(bench_t.get("names", ())),
+        config=_config(path, prefix + "config", bench_t.get("config", {})),
+    )
+
+
+def _build_spec(build_t: dict[str, Any]) -> BuildSpec:
+    return BuildSpec(
+        commands=tuple(build_t["commands"]),
+        timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
+        env=dict(build_t.get("env", {})),
+        image=build_t.get("image"),
+        dockerfile=build_t.get("dockerfile"),
+        network=bool(build_t.get("network", False)),
+        cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
+        memory=build_t.get("memory", DEFAULT_MEMORY),
+        artifacts=tuple(build_t.get("artifacts", ())),
+        cache=CompilerCache(build_t["cache"]) if "cache" in build_t else None,
+        cache_size=build_t.get("cache_size", DEFAULT_CACHE_SIZE).lower(),
+        cache_dir=build_t.get("cache_dir"),
+        cache_check=bool(build_t.get("cache_check", True)),
+        incremental=bool(build_t.get("incremental", False)),
+        build_dir=build_t.get("build_dir"),
+        prebuilt=build_t.get("prebuilt"),
+        targets=tuple(build_t.get("targets", ())),
+    )
+
+
+def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
+    data = _check_table(path, "", data, _TOP)
+    build_t = _check_table(path, "build.", data["build"], _BUILD)
+    search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
+    _check_build(path, build_t)
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
     for i, bench_t in enumerate(data["benchmark"]):
-        prefix = f"benchmark[{i}]."
-        if not isinstance(bench_t, dict):
-            raise ConfigError(path, f"benchmark[{i}]", "expected a table")
-        bench_t = _check_table(path, prefix, bench_t, _BENCH)
-        runner = RunnerKind(bench_t["runner"])
-        if runner != RunnerKind.CUPY and "command" not in bench_t:
-            raise ConfigError(path, prefix + "command", "missing; expected a non-empty list of non-empty strings")
-        if runner == RunnerKind.CUPY and "command" in bench_t:
-            raise ConfigError(
-                path, prefix + "command", 'runner "cupy" launches kernels itself; describe them in [benchmark.cupy]'
-            )
-        if runner == RunnerKind.CUPY and "cupy" not in bench_t:
-            raise ConfigError(path, prefix + "cupy", 'missing; runner "cupy" needs a [benchmark.cupy] table')
-        if runner != RunnerKind.CUPY and "cupy" in bench_t:
-            raise ConfigError(path, prefix + "cupy", 'only for runner = "cupy"')
-        cupy = _parse_cupy(path, prefix + "cupy.", bench_t["cupy"]) if runner == RunnerKind.CUPY else None
-        gbench, nvbench = _parse_tool_table(path, prefix, runner, bench_t)
-        default_unit = ("ms" if cupy.metric == "time" else f"{cupy.metric} + 1") if cupy else "s"
-        if gbench or nvbench:
-            default_unit = DEFAULT_GBENCH_UNIT if gbench else DEFAULT_NVBENCH_UNIT
-            if bench_t.get("unit", default_unit) not in TIME_UNITS:
-                units = ", ".join(f'"{u}"' for u in TIME_UNITS)
-                raise ConfigError(path, prefix + "unit", f'runner "{runner}" converts times to the recipe unit: one of {units}')
-        if "ignore_below_pct" in bench_t and bench_t["ignore_below_pct"] >= bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT):
-            raise ConfigError(path, prefix + "ignore_below_pct", "must be below min_change_pct (the zone between them may be named)")
-        if bench_t["name"] in seen:
-            raise ConfigError(path, prefix + "name", f"duplicate benchmark name '{bench_t['name']}'")
-        seen.add(bench_t["name"])
-        if "names" in bench_t and runner != RunnerKind.COMMAND:
-            raise ConfigError(path, prefix + "names", 'only for runner = "command" (it prints `name value` lines)')
-        for name in bench_t.get("names", ()):
-            if name in seen or any(c.isspace() for c in name):
-                raise ConfigError(path, prefix + "names", f"'{name}': expected unique benchmark names without spaces")
-            seen.add(name)
-        benches.append(
-            BenchmarkSpec(
-                name=bench_t["name"],
-                runner=runner,
-                command=tuple(bench_t.get("command", ())),
-                unit=bench_t.get("unit", default_unit),
-                direction=Direction(bench_t.get("direction", Direction.LOWER.value)),
-                timeout_s=float(bench_t.get("timeout_s", DEFAULT_RUN_TIMEOUT_S)),
-                reps=int(bench_t.get("reps", DEFAULT_REPS)),
-                adapt_reps=bool(bench_t.get("adapt_reps", True)),
-                min_change_pct=float(bench_t.get("min_change_pct", DEFAULT_BISECT_MIN_CHANGE_PCT)),
-                ignore_below_pct=float(bench_t["ignore_below_pct"]) if "ignore_below_pct" in bench_t else None,
-                block_statistic=BlockStatistic(bench_t.get("block_statistic", BlockStatistic.FASTER_HALF)),
-                cupy=cupy,
-                gbench=gbench,
-                nvbench=nvbench,
-                names=tuple(bench_t.get("names", ())),
-                config=_config(path, prefix + "config", bench_t.get("config", {})),
-            )
-        )
+        benches.append(_parse_benchmark(path, i, bench_t, seen))
     slurm = _parse_slurm(path, data["slurm"]) if "slurm" in data else None
     for i, bench in enumerate(benches):
         classes = [c.label for c in (slurm.classes if slurm else ()) if (c.key, c.value) in bench.config]
@@ -349,25 +379,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         path=path,
         name=data["name"],
         description=data.get("description", ""),
-        build=BuildSpec(
-            commands=tuple(build_t["commands"]),
-            timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
-            env=dict(build_t.get("env", {})),
-            image=build_t.get("image"),
-            dockerfile=build_t.get("dockerfile"),
-            network=bool(build_t.get("network", False)),
-            cpus=float(build_t["cpus"]) if "cpus" in build_t else None,
-            memory=build_t.get("memory", DEFAULT_MEMORY),
-            artifacts=tuple(build_t.get("artifacts", ())),
-            cache=CompilerCache(build_t["cache"]) if "cache" in build_t else None,
-            cache_size=build_t.get("cache_size", DEFAULT_CACHE_SIZE).lower(),
-            cache_dir=build_t.get("cache_dir"),
-            cache_check=bool(build_t.get("cache_check", True)),
-            incremental=bool(build_t.get("incremental", False)),
-            build_dir=build_t.get("build_dir"),
-            prebuilt=build_t.get("prebuilt"),
-            targets=tuple(build_t.get("targets", ())),
-        ),
+        build=_build_spec(build_t),
         benchmarks=tuple(benches),
         slurm=slurm,
         search_paths=tuple(search_t.get("paths", ())),
