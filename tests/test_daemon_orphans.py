@@ -12,6 +12,7 @@ says so in a file the test reads."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -164,7 +165,10 @@ def test_a_hung_benchmark_dies_with_the_killed_daemon_and_the_resumed_job_measur
     finally:
         straggler.kill()
         _kill([int(p) for p in (bench_dir / "hung").read_text().split()])
-    assert "ended 2 process(es) the local commands of a previous daemon left running" in log.read_text()
+    # The straggler, and its child when it had started one by then: the count is 1 or 2 by timing
+    # (asserting exactly 2 failed about one run in two); that the straggler died is asserted above.
+    ended = re.findall(r"ended (\d+) process\(es\) the local commands of a previous daemon left running", log.read_text())
+    assert ended and int(ended[-1]) >= 1, log.read_text()[-3000:]
     assert final["state"] == "done", (final, log.read_text()[-3000:])
     assert final["attempts"] == 2
     assert final["result"]["status"] == "culprit_found"
