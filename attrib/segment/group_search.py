@@ -22,14 +22,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from attrib.core import group as grouped
 from attrib.core import posterior as model
 from attrib.core import requests as locate
-from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Verdict
-from attrib.core.stats import min_change_shift, size_posterior
+from attrib.core.model import DecisionRule, Note, NoteKind, Verdict
+from attrib.core.stats import min_change_shift
 from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.posterior_search import PosteriorSearch, build_budget
@@ -138,18 +137,13 @@ class GroupSearch:
         with the member's own count of disagreeing confirmations (`retries`); None: not this
         position, the member searches on."""
         scope, search = self.scopes[member], self.searches[member]
-        ev = scope.evidence
         n = len(positions) - 1
         k, last = req.position, req.last_good
-        culprit, last_good, reference = positions[k], positions[last], positions[0]
-        (confirm,) = ev.compare(
-            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
-            alongside=(ev.stand_in(reference),),
-        )  # fmt: skip
-        if confirm.rule is DecisionRule.BUDGET:
-            return OutOfTime(last, k)
-        size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
-        confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
+        culprit, last_good = positions[k], positions[last]
+        paired = search.paired_confirmation(positions, k, last)
+        if isinstance(paired, OutOfTime):
+            return paired
+        confirm, size = paired
         own = model.posterior(n, search._data(positions), tau=search.tau, anchored=True)
         after = grouped.with_prior(own, prior)
         search._place(positions, after, unbuildable)

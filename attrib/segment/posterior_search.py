@@ -27,6 +27,7 @@ from attrib.core.blocks import hopeless
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
 from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
+from attrib.evaluate.records import Comparison
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
@@ -180,6 +181,25 @@ class PosteriorSearch:
             last -= 1
         return k, last, tuple(range(last + 1, k))
 
+    def paired_confirmation(self, positions: list[str], k: int, last: int) -> tuple[Comparison, float] | OutOfTime:
+        """culprit^ against culprit, paired, and P(step >= the minimum) of it; OutOfTime when the
+        budget ended it. The group search's confirmations run through this too."""
+        scope, ev = self.scope, self.scope.evidence
+        culprit, last_good, reference = positions[k], positions[last], positions[0]
+        # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
+        # with the segment's reference beside them in every round: its blocks there place the
+        # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
+        (confirm,) = ev.compare(
+            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
+            alongside=(ev.stand_in(reference),),
+        )  # fmt: skip
+        if confirm.rule is DecisionRule.BUDGET:
+            return OutOfTime(last, k)
+        # the zone decided the confirmation; its size, P(step >= the minimum), is still what
+        # the result reports beside the estimate
+        size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
+        return (replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm), size
+
     def _confirm(
         self,
         positions: list[str],
@@ -193,23 +213,14 @@ class PosteriorSearch:
         """The located step confirmed, culprit^ against culprit, and what that means: a culprit,
         a smaller step, the deadline; None when the search goes on (the confirmation's rounds,
         blocks of both, moved the posterior; noted why)."""
-        scope, ev = self.scope, self.scope.evidence
-        n, reference = len(positions) - 1, positions[0]
+        scope = self.scope
+        n = len(positions) - 1
         culprit, last_good = positions[k], positions[last]
         scope.phase(Step.CONFIRMING, (culprit, last_good))
-        # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
-        # with the segment's reference beside them in every round: its blocks there place the
-        # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
-        (confirm,) = ev.compare(
-            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
-            alongside=(ev.stand_in(reference),),
-        )  # fmt: skip
-        if confirm.rule is DecisionRule.BUDGET:
-            return OutOfTime(last, k)
-        # the zone decided the confirmation; its size, P(step >= the minimum), is still what
-        # the result reports beside the estimate
-        size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
-        confirm = replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm
+        paired = self.paired_confirmation(positions, k, last)
+        if isinstance(paired, OutOfTime):
+            return paired
+        confirm, size = paired
         after = model.posterior(n, self._data(positions), tau=self.tau, anchored=True)
         # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
         # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
