@@ -70,7 +70,9 @@ def _bisect(tree, tmp_path: Path, recipe: Path, work: Path, *extra: str, env: di
 
 def test_docker_bisect_with_a_build_break_that_hangs(engine, make_tree, tmp_path):
     tree = make_tree(spec(commits=16, culprits=((11, 10),), broken=(6, 9)))
-    recipe = _recipe(tmp_path, hang=True).read_text().replace("timeout_s = 120", "timeout_s = 6")
+    # 20 s: a healthy build is ~1 s alone but took 8 s on a loaded CI machine (the first container
+    # of a fresh engine); the hang sleeps 60 s, so it still times out
+    recipe = _recipe(tmp_path, hang=True).read_text().replace("timeout_s = 120", "timeout_s = 20")
     (tmp_path / "hang.toml").write_text(recipe)
     proc, result = _bisect(tree, tmp_path, tmp_path / "hang.toml", tmp_path / "work")
     assert proc.returncode == 0, proc.stderr
