@@ -42,6 +42,7 @@ from attrib.outcome import (
     CommitGraph,
     Culprit,
     Dependencies,
+    Found,
     Outcome,
     OutOfTime,
     Reverter,
@@ -82,6 +83,21 @@ def bisection(
 def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
     """Whether a commit's changed files fall under any of `paths` (a directory or a file)."""
     return any(f == p.rstrip("/") or f.startswith(p.rstrip("/") + "/") for f in files for p in paths)
+
+
+class _FirstFound:
+    """A segment search whose first answer was given: the first `search` returns it, every
+    later one is the search it wraps."""
+
+    def __init__(self, first: Found, own: SegmentSearch) -> None:
+        self.first: Found | None = first
+        self.own = own
+
+    def search(self, chain: list[str], reference: str) -> Found:
+        if self.first is not None:
+            first, self.first = self.first, None
+            return first
+        return self.own.search(chain, reference)
 
 
 class Bisection:
@@ -147,7 +163,7 @@ class Bisection:
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
         return self._outcome(status, good, bad, culprits, pre.comparison)
 
-    def _relevant(self, chain: list[str]) -> list[str]:
+    def candidates(self, chain: list[str]) -> list[str]:
         """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);
         the others are recorded as untouched and never built."""
         if not self.paths:
@@ -156,11 +172,16 @@ class Bisection:
         self.untouched.extend(c for c in chain if c not in keep and c not in self.untouched)
         return keep
 
+    def begin_with(self, found: Found) -> None:
+        """The first segment search of the whole range answers `found` (a group search's
+        finding for this member, group_bisection.py); every later search is this driver's own."""
+        self.segments = _FirstFound(found, self.segments)
+
     def find_culprits(self, chain: list[str], reference: str, known_bad: Comparison | None) -> list[Culprit]:
         """Culprits along `chain` (oldest first) relative to `reference`, one after another.
         Smaller steps found on the way go to self.smaller and the search goes on after them."""
         culprits: list[Culprit] = []
-        chain = self._relevant(chain)
+        chain = self.candidates(chain)
         if not chain:
             self.scope.note(Note(NoteKind.NO_COMMIT_TOUCHES, (reference,), paths=self.paths))
         while chain:

@@ -31,25 +31,9 @@ from attrib.evaluate.runners import Runner
 from attrib.evaluate.shared import SharedBuilder, SharedRuns
 from attrib.evaluate.twins import Builder
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Dependencies, Found, GroupOutcome, Member, Reverter
+from attrib.outcome import CommitGraph, Dependencies, GroupOutcome, Member, Reverter
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.group_search import GroupSearch
-from attrib.segment.scope import SegmentSearch
-
-
-class _Found:
-    """A member's segment search whose first answer the group search gave: the driver's first
-    `search` of the whole range returns it, every later one is the member's own."""
-
-    def __init__(self, first: Found, own: SegmentSearch) -> None:
-        self.first: Found | None = first
-        self.own = own
-
-    def search(self, chain: list[str], reference: str) -> Found:
-        if self.first is not None:
-            first, self.first = self.first, None
-            return first
-        return self.own.search(chain, reference)
 
 
 @dataclass(frozen=True)
@@ -110,12 +94,12 @@ class GroupBisection:
         searched = [m for m, p in pre.items() if p.status is None]
         if self.method is SearchMethod.POSTERIOR and len(searched) > 1:
             first = next(iter(self.members.values()))
-            chain = first._relevant(list(first.order[1:]))
+            chain = first.candidates(list(first.order[1:]))
             if chain:
                 scopes = {m: self.members[m].scope for m in searched}
                 found = GroupSearch(scopes, self._phase).search(chain, good, searched)
                 for m, f in found.items():
-                    self.members[m].segments = _Found(f, self.members[m].segments)
+                    self.members[m].begin_with(f)
         outcomes = []
         for m, b in self.members.items():
             self._phase()

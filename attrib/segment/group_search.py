@@ -29,7 +29,6 @@ from attrib.core import posterior as model
 from attrib.core import requests as locate
 from attrib.core.model import DecisionRule, Note, NoteKind, Verdict
 from attrib.core.stats import min_change_shift
-from attrib.errors import ReferenceFailed
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.posterior_search import PosteriorSearch, build_budget
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
@@ -62,16 +61,12 @@ class GroupSearch:
             self.scopes[m].evidence.adapt_blocks()
             # a new block size leaves the ends without blocks of that size (the single search
             # measures them too): a posterior needs both
-            for end in (0, n):
-                while len(self.searches[m]._levels(positions[end])[0]) < self.scopes[m].config.min_rounds:
-                    if self.searches[m]._round([positions[end]], set()):
-                        raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
+            self.searches[m].measure_ends(positions)
         while active:
             views, priors = self._views(positions, active)
             if any(self.scopes[m].evidence.out_of_time for m in active):  # the budget (--budget) is spent
                 for m in active:
-                    lo, hi = self.searches[m]._credible_range(views[m].post)
-                    found[m] = OutOfTime(lo, hi)
+                    found[m] = self.searches[m].out_of_time(views[m].post)
                 break
             # builds: the single search's budget for each culprit the group may still have to
             # locate: one more than it confirmed while an undecided member points elsewhere
@@ -91,13 +86,13 @@ class GroupSearch:
                 lost = False
                 for m in req.members:
                     asked = [sha] if sha == reference else [sha, reference]
-                    lost = sha in self.searches[m]._round(asked, fresh) or lost
+                    lost = sha in self.searches[m].measure_round(asked, fresh) or lost
                 built.update(fresh)
                 spent += 1
                 if lost:
                     unbuildable.add(req.position)
                     for m in active:
-                        self.searches[m]._inside_breaks(positions, unbuildable)
+                        self.searches[m].mark_inside_breaks(positions, unbuildable)
                 continue
             self.next_phase()
             for m in req.members:
@@ -116,7 +111,7 @@ class GroupSearch:
     ) -> tuple[dict[Any, grouped.MemberView], dict[Any, Any]]:
         """Each undecided member's posterior from its own blocks, and under the shared prior."""
         n = len(positions) - 1
-        blocks = {m: self.searches[m]._data(positions) for m in active}
+        blocks = {m: self.searches[m].corrected_blocks(positions) for m in active}
         own = {m: model.posterior(n, blocks[m], tau=self.searches[m].tau, anchored=True) for m in active}
         priors = grouped.shared_prior({m: p.probs for m, p in own.items()})
         views = {m: grouped.MemberView(grouped.with_prior(own[m], priors[m]), blocks[m]) for m in active}
@@ -144,9 +139,9 @@ class GroupSearch:
         if isinstance(paired, OutOfTime):
             return paired
         confirm, size = paired
-        own = model.posterior(n, search._data(positions), tau=search.tau, anchored=True)
+        own = model.posterior(n, search.corrected_blocks(positions), tau=search.tau, anchored=True)
         after = grouped.with_prior(own, prior)
-        search._place(positions, after, unbuildable)
+        search.place_verdicts(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])
         amb = tuple(positions[i] for i in req.ambiguous)
         if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:

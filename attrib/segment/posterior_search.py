@@ -60,7 +60,7 @@ class PosteriorSearch:
     def _levels(self, sha: str) -> tuple[list[float], list[int]]:
         return self.scope.evidence.levels(self.scope.evidence.stand_in(sha))
 
-    def _round(self, shas: list[str], fresh: set[str]) -> set[str]:
+    def measure_round(self, shas: list[str], fresh: set[str]) -> set[str]:
         """One shared round: a block of each of `shas` (their byte-identical stand-ins'), built
         concurrently first; returns those that are hopeless (did not build, or fail as often as
         they run). One of `fresh` (asked to be built) that turns out byte-identical to a
@@ -76,6 +76,15 @@ class PosteriorSearch:
                 lost.add(sha)
         return lost
 
+    def measure_ends(self, positions: list[str]) -> None:
+        """Blocks of both ends of the segment (`positions[0]`, `positions[-1]`) up to the minimum
+        rounds at the current block size: a posterior needs both. Raises ReferenceFailed when
+        an end cannot be measured."""
+        for end in (positions[0], positions[-1]):
+            while len(self._levels(end)[0]) < self.scope.config.min_rounds:
+                if self.measure_round([end], set()):
+                    raise ReferenceFailed(f"cannot measure {end[:10]}, an end of the searched range")
+
     def _extend(self, sha: str, reference: str) -> int:
         """More samples for a commit at its cap that still decides the boundary: paired rounds
         against the segment's reference, at least as many as the blocks the cap gave it and up
@@ -88,7 +97,7 @@ class PosteriorSearch:
         (comp,) = scope.placed(scope.evidence.compare([sha], scope.evidence.stand_in(reference), Purpose.EXTEND, config), reference)
         return 2 * len(comp.diffs)
 
-    def _data(self, positions: list[str]) -> dict[int, list[float]]:
+    def corrected_blocks(self, positions: list[str]) -> dict[int, list[float]]:
         """Every block of the segment, each less the machine's state the reference's blocks
         show around its round (core/posterior.round_corrected)."""
         levels = [self._levels(sha) for sha in positions]
@@ -112,12 +121,9 @@ class PosteriorSearch:
         built: set[str] = set()
         budget = build_budget(n)
         scope.phase(Step.LOCATING, (reference,), n)
-        for end in (0, n):  # a merge's side line: its ends may not be measured yet
-            while len(self._levels(positions[end])[0]) < scope.config.min_rounds:
-                if self._round([positions[end]], set()):
-                    raise ReferenceFailed(f"cannot measure {positions[end][:10]}, an end of the searched range")
+        self.measure_ends(positions)  # a merge's side line: its ends may not be measured yet
         while True:
-            blocks = self._data(positions)
+            blocks = self.corrected_blocks(positions)
             reqs, post = locate.next_requests(
                 n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent,
                 width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended),
@@ -125,17 +131,16 @@ class PosteriorSearch:
                 prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in scope.prebuilt),
             )  # fmt: skip
             if ev.out_of_time:
-                lo, hi = self._credible_range(post)
-                return OutOfTime(lo, hi)
+                return self.out_of_time(post)
             req = reqs[0]
             if req.action in (locate.Action.MEASURE, locate.Action.BUILD):
                 fresh = {positions[r.position] for r in reqs if r.action is locate.Action.BUILD}
                 # the reference runs in every round: its block there is what the machine did
                 # while the others ran (core/posterior.round_corrected)
                 asked = [positions[r.position] for r in reqs]
-                lost = self._round([*asked, reference] if reference not in asked else asked, fresh)
+                lost = self.measure_round([*asked, reference] if reference not in asked else asked, fresh)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
-                self._inside_breaks(positions, unbuildable)
+                self.mark_inside_breaks(positions, unbuildable)
                 spent += len(reqs)
                 built.update(fresh - scope.prebuilt)  # an unpacked archive is no build of the budget
                 continue
@@ -143,7 +148,7 @@ class PosteriorSearch:
                 extended.add(req.position)
                 spent += self._extend(positions[req.position], reference)
                 continue
-            self._place(positions, post, unbuildable)
+            self.place_verdicts(positions, post, unbuildable)
             k, last, amb_at = req.position, req.last_good, req.ambiguous
             if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
                 gap = self._exhausted(positions, post, blocks, unbuildable)
@@ -221,10 +226,10 @@ class PosteriorSearch:
         if isinstance(paired, OutOfTime):
             return paired
         confirm, size = paired
-        after = model.posterior(n, self._data(positions), tau=self.tau, anchored=True)
+        after = model.posterior(n, self.corrected_blocks(positions), tau=self.tau, anchored=True)
         # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
         # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
-        self._place(positions, after, unbuildable)
+        self.place_verdicts(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])
         amb = tuple(positions[i] for i in amb_at)
         exhausted = req.action is locate.Action.EXHAUSTED
@@ -260,7 +265,7 @@ class PosteriorSearch:
         scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
         return None
 
-    def _inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
+    def mark_inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
         """Commits between two that do not build, with nothing built between them, are taken to
         be inside the break (core/requests.inside_breaks): never built, skipped like the break,
         and said once per stretch. Only failed builds make a break: a commit that builds but
@@ -281,11 +286,13 @@ class PosteriorSearch:
             if i >= 0:
                 stretch.append(i)
 
-    def _credible_range(self, post: model.Posterior) -> tuple[int, int]:
+    def out_of_time(self, post: model.Posterior) -> OutOfTime:
+        """What the search proved when the budget (--budget) ends it: the smallest range that
+        holds the step at DEFAULT_LOCATE_AT under `post`."""
         req = locate.credible_range(post, frozenset(), locate.DEFAULT_LOCATE_AT)
-        return req.last_good, req.position
+        return OutOfTime(req.last_good, req.position)
 
-    def _place(self, positions: list[str], post: model.Posterior, unbuildable: set[int]) -> None:
+    def place_verdicts(self, positions: list[str], post: model.Posterior, unbuildable: set[int]) -> None:
         """Verdicts for the report: each measured commit's side where the posterior settles it.
         A commit byte-identical to a measured one was placed by its twin's blocks, with no
         samples of its own: it says so, as the sequential search's same-artifact verdicts do."""
