@@ -18,7 +18,6 @@ each culprit is named with exactly its members (from the result JSON's `members`
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import subprocess
 import sys
@@ -26,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from attrib.core.model import Status
 from attrib.demo import generate_group_tree
+from attrib.result import BisectResult, load_result
 
 KERNELS = 24
 NOISE = 0.01
@@ -56,14 +57,16 @@ def bisect(repo: Path, recipe: Path, good: str, bad: str, workdir: Path, members
     return time.perf_counter() - t0, proc.returncode
 
 
-def named(doc: dict) -> dict[str, set[str]]:
-    """culprit sha -> the members whose own outcome named it."""
+def named(path: Path) -> dict[str, set[str]]:
+    """culprit sha -> the members whose own outcome named it (a result of any schema, read typed)."""
+    result = load_result(path)
+    assert isinstance(result, BisectResult)
     out: dict[str, set[str]] = {}
-    for m in doc.get("members") or [{"benchmark": doc["benchmark"], "culprits": doc["culprits"], "status": doc["status"]}]:
-        if m["status"] != "culprit_found":
+    for m in result.members:
+        if m.status is not Status.CULPRIT_FOUND:
             continue
-        for c in m["culprits"]:
-            out.setdefault(c["commit"], set()).add(m["benchmark"])
+        for c in m.culprits:
+            out.setdefault(c.commit, set()).add(m.benchmark)
     return out
 
 
@@ -78,13 +81,13 @@ def main() -> int:
         repo, recipe, good, bad, truth = make_tree(root, args.commits, args.seed)
         members = sorted(set().union(*truth.values()))
         group_s, rc = bisect(repo, recipe, good, bad, root / "work-group", members, root / "group.json")
-        found = named(json.loads((root / "group.json").read_text()))
+        found = named(root / "group.json")
         seq_s = 0.0
         seq_found: dict[str, set[str]] = {}
         for m in members:
             s, _ = bisect(repo, recipe, good, bad, root / "work-seq", [m], root / f"{m}.json")
             seq_s += s
-            for sha, who in named(json.loads((root / f"{m}.json").read_text())).items():
+            for sha, who in named(root / f"{m}.json").items():
                 seq_found.setdefault(sha, set()).update(who)
     lines = [
         f"`benchmarks/group_e2e.py --seed {args.seed} --commits {args.commits}` ({KERNELS} kernels, noise {NOISE:.0%} "

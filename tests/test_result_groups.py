@@ -13,6 +13,7 @@ import pytest
 from conftest import run_cli
 from sim_results import GROUP, simulated_group, simulated_result
 
+from attrib.codec import encode
 from attrib.core.model import Status
 from attrib.report.markdown import render
 from attrib.result import RESULT_SCHEMA, BisectResult, dump, from_json, load_result
@@ -57,6 +58,33 @@ def test_a_single_benchmark_is_a_group_of_one_and_its_report_is_the_golden(tmp_p
     assert [[m["benchmark"] for m in c["members"]] for c in doc["culprits"]] == [["gemm_fp16"], ["gemm_fp16"]]
     assert not result.group and result.view(result.members[0]) == result
     assert render(result) == (GOLDEN / "two_culprits.md").read_text()  # unchanged by schema 4
+
+
+def test_a_single_benchmarks_document_is_schema_3s_plus_only_what_schema_4_needs(tmp_path):
+    """Its one member is the lead, whose measurements are the top level's: written once, so the
+    document is what schema 3 wrote plus the member's name and each culprit's members (it was
+    twice that size when the member was written in full)."""
+    result = simulated_result("two_culprits", tmp_path)
+    doc = json.loads(dump(result))
+    assert doc["members"] == [{"benchmark": "gemm_fp16", "config": {}, "min_change_pct": result.settings.min_change_pct,
+                               "ignore_below_pct": result.settings.ignore_below_pct}]  # fmt: skip
+    # without what schema 4 added, it is a schema-3 document that reads as the same result
+    schema3 = {k: v for k, v in doc.items() if k != "members"} | {"schema": 3}
+    schema3["culprits"] = [{k: v for k, v in c.items() if k != "members"} for c in doc["culprits"]]
+    assert set(doc) - set(json.loads((SCHEMA3 / "two_culprits.json").read_text())) == {"members"}
+    assert from_json(schema3) == result == from_json(doc)
+    assert len(dump(result)) - len(json.dumps(schema3, indent=2)) < 1000
+    # a schema-4 document written with its member in full still reads
+    doc["members"] = [encode(result.members[0])]
+    assert from_json(doc) == result
+
+
+def test_a_groups_members_are_each_written_in_full(group):
+    doc = json.loads(dump(group))
+    assert len(doc["members"]) == len(GROUP)
+    for written, member in zip(doc["members"], group.members, strict=True):
+        assert written == encode(member)
+    assert from_json(doc) == group
 
 
 def test_each_culprit_lists_exactly_the_members_it_moved_largest_first(group):

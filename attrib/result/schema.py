@@ -19,8 +19,10 @@ sequential search; its culprits' `below_minimum` is computed from their written 
 
 Schema 4 (from schema 3): groups. `members`, one per benchmark of the group, each with what a
 bisection of it alone reports (its status, culprits, commits, comparisons, ...); each culprit of
-the group lists the `members` it moved, with their change, CI and posterior. A schema-3 document
-is a group of one: its fields become its one member, and each culprit lists that member.
+the group lists the `members` it moved, with their change, CI and posterior. A single benchmark
+is a group of one whose member is written as its name alone: its measurements are the top
+level's, written once (a document that holds them twice, as schema 4 was first written, reads
+the same). A schema-3 document is such a group of one, and each culprit lists that member.
 """
 
 from __future__ import annotations
@@ -62,7 +64,41 @@ def bisect_to_json(result: BisectResult) -> dict[str, Any]:
     body = encode(result)
     body["executor"] = _flat_executor(result.executor)
     body["environment"] = _flat_environment(result.environment)
+    only = _only_member(body)
+    if only is not None:
+        # a single benchmark: its member's measurements are the top level's, written once
+        # there (the document is schema 3's plus its member's name and each culprit's members)
+        for name, value in _as_at_top(body).items():
+            if only.get(name) == value:
+                del only[name]
     return {"schema": RESULT_SCHEMA, "kind": ResultKind.BISECT.value, **body}
+
+
+def _only_member(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The member of a single benchmark's document (a group of one), as written; None for a group."""
+    members = doc.get("members")
+    if isinstance(members, list) and len(members) == 1 and isinstance(members[0], dict):
+        return members[0]
+    return None
+
+
+def _as_at_top(doc: dict[str, Any]) -> dict[str, Any]:
+    """A single benchmark's member's fields as the top level holds them. The top's culprits list
+    the members they moved; a member's own culprits list none."""
+    shared = {name: doc[name] for name in MEMBER_FIELDS if name in doc}
+    culprits = shared.get("culprits")
+    if isinstance(culprits, list):
+        shared["culprits"] = [c | {"members": []} if isinstance(c, dict) else c for c in culprits]
+    return shared
+
+
+def _member_filled(doc: dict[str, Any]) -> dict[str, Any]:
+    """A single benchmark's member with the fields its document leaves to the top level."""
+    only = _only_member(doc)
+    if only is not None:
+        for name, value in _as_at_top(doc).items():
+            only.setdefault(name, copy.deepcopy(value))
+    return doc
 
 
 def compare_to_json(result: CompareResult) -> dict[str, Any]:
@@ -147,10 +183,9 @@ def _migrate_3_to_4(doc: dict[str, Any]) -> dict[str, Any]:
         return doc
     found = doc.get("settings")
     settings: dict[str, Any] = found if isinstance(found, dict) else {}
-    member = {k: copy.deepcopy(doc[k]) for k in MEMBER_FIELDS if k in doc}
-    member |= {"benchmark": doc.get("benchmark"), "config": {}, "min_change_pct": settings.get("min_change_pct"),
-               "ignore_below_pct": settings.get("ignore_below_pct")}  # fmt: skip
-    doc["members"] = [member]
+    # its measurements are the document's own, as schema 4 writes a single benchmark's (_member_filled)
+    doc["members"] = [{"benchmark": doc.get("benchmark"), "config": {}, "min_change_pct": settings.get("min_change_pct"),
+                       "ignore_below_pct": settings.get("ignore_below_pct")}]  # fmt: skip
     culprits = doc.get("culprits")
     for c in culprits if isinstance(culprits, list) else []:
         if isinstance(c, dict):
@@ -217,7 +252,7 @@ def from_json(data: Any, source: object = "result") -> Result:
                 decode(str, doc.get("direction", ""), "direction"),
                 decode(Mapping[str, float], doc.get("medians", {}), "medians"),
             )
-        result: BisectResult = decode(BisectResult, _unflatten(doc))
+        result: BisectResult = decode(BisectResult, _unflatten(_member_filled(doc)))
         return result
     except FieldError as exc:
         raise ResultFormatError(source, _flat_path(exc.path), exc.expected) from None
