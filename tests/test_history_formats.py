@@ -132,6 +132,11 @@ def test_compare_json_needs_its_medians():
     assert "field 'medians': missing" in str(info.value)
     rows = parse_attrib_json(json.dumps({**doc, "medians": {sha: 1.2, ref: 1.0}}), "c.json")
     assert sorted((r.commit, r.value) for r in rows) == sorted([(sha, 1.2), (ref, 1.0)])
+    assert all(r.direction is Direction.LOWER for r in rows)
+    for direction, expected in (("", "field 'direction': missing"), ("up", "field 'direction': expected one of lower, higher")):
+        with pytest.raises(IngestError) as info:
+            parse_attrib_json(json.dumps({**doc, "direction": direction, "medians": {sha: 1.2, ref: 1.0}}), "c.json")
+        assert expected in str(info.value)
 
 
 def test_json_that_is_no_known_document_is_refused():

@@ -14,7 +14,7 @@ from conftest import run_cli
 from sim_results import simulated_result
 
 from attrib.codec import encode
-from attrib.core.model import Cause, NoteKind, Purpose, UnresolvedCause, Verdict
+from attrib.core.model import Cause, Direction, NoteKind, Purpose, UnresolvedCause, Verdict
 from attrib.errors import ResultFormatError
 from attrib.evaluate.executors.base import (
     DockerDescription,
@@ -164,6 +164,20 @@ def test_schema1_compare_result_is_read_and_rendered():
     again = json.loads(dump(result))
     assert again["kind"] == "compare" and again["verdict"] == doc["verdict"]  # still flat: `jq .verdict`
     assert from_json(again) == result
+
+
+def test_a_compare_results_direction_is_parsed_on_reading_and_written_as_before():
+    doc = json.loads((FIXTURES / "compare.json").read_text())
+    old = load_result(FIXTURES / "compare.json")  # written before comparisons recorded a direction
+    assert isinstance(old, CompareResult) and old.direction is None
+    assert json.loads(dump(old))["direction"] == ""
+    for written in ("lower", "higher"):
+        result = from_json({**doc, "direction": written, "unit": "s"})
+        assert isinstance(result, CompareResult) and result.direction is Direction(written)
+        assert json.loads(dump(result))["direction"] == written
+    with pytest.raises(ResultFormatError) as info:
+        from_json({**doc, "direction": "sideways"}, "c.json")
+    assert str(info.value) == "c.json: field 'direction': expected one of lower, higher, got 'sideways'"
 
 
 def _settings():

@@ -50,10 +50,9 @@ def parse_attrib_json(text: str, source: str) -> list[ResultRow]:
             # a commit that did not build has no value, and no row
             out += _rows(pairs, member.benchmark if member else result.benchmark, one.unit, one.direction, config, source)
     else:
-        try:
-            direction = Direction(result.direction)
-        except ValueError:
-            raise IngestError(source, "", "direction", "expected lower or higher") from None
+        direction = result.direction
+        if direction is None:  # a comparison written before it recorded its direction
+            raise IngestError(source, "", "direction", "missing: expected lower or higher (re-run `attrib compare --json`)")
         if not result.medians:
             raise IngestError(
                 source, "", "medians", "missing: this comparison holds only relative shifts (re-run `attrib compare --json`)"

@@ -105,7 +105,8 @@ def compare_to_json(result: CompareResult) -> dict[str, Any]:
     # Flat, as schema 1 wrote it: `jq .verdict` keeps working on `attrib compare --json`.
     return {
         "schema": RESULT_SCHEMA, "kind": ResultKind.COMPARE.value, "benchmark": result.benchmark, **encode(result.comparison),
-        "unit": result.unit, "direction": result.direction, "medians": dict(result.medians),
+        "unit": result.unit, "direction": "" if result.direction is None else result.direction.value,
+        "medians": dict(result.medians),
     }  # fmt: skip
 
 
@@ -249,7 +250,8 @@ def from_json(data: Any, source: object = "result") -> Result:
                 decode(str, doc.get("benchmark"), "benchmark"),
                 decode(ComparisonRecord, doc),
                 decode(str, doc.get("unit", ""), "unit"),
-                decode(str, doc.get("direction", ""), "direction"),
+                # "" (or absent): written before comparisons recorded it
+                None if doc.get("direction", "") == "" else decode(Direction, doc["direction"], "direction"),
                 decode(Mapping[str, float], doc.get("medians", {}), "medians"),
             )
         result: BisectResult = decode(BisectResult, _unflatten(_member_filled(doc)))

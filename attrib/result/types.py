@@ -507,7 +507,7 @@ class CompareResult:
     # What makes a comparison a pair of history points (history/attrib_result.py): the unit,
     # the direction and each side's median (sha -> value); empty in documents written before.
     unit: str = ""
-    direction: str = ""
+    direction: Direction | None = None
     medians: Mapping[str, float] = field(default_factory=dict)
 
     kind = ResultKind.COMPARE

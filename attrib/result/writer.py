@@ -491,5 +491,5 @@ def group_culprits(members: Sequence[MemberResult], status: Status, lead: Bisect
 
 def compare_result(comp: Comparison, bench: BenchmarkSpec, medians: Mapping[str, float] | None = None) -> CompareResult:
     return CompareResult(
-        bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction.value, dict(medians or {})
+        bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction, dict(medians or {})
     )
