@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from attrib.evaluate.executors.slurm_plan import machine_class
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner
+from attrib.evaluate.runners.multi import one_process, process_key
 from attrib.evaluate.shared import SharedRuns
 from attrib.events import Events
 from attrib.fsutil import file_lock
@@ -312,25 +313,38 @@ def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bo
 
 
 def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[dict[Member, MemberRun], Callable[[], None]]:
-    """Each member's runner: the members of one `name value` command share its process, one
-    run per round for all of them (evaluate/shared.py); any other member runs its own."""
+    """Each member's runner: members that one process can measure together (the `name value`
+    lines of one command, or benchmarks of one Google Benchmark or NVBench binary with the same
+    settings: runners/multi.py) share its run, one per round for all of them
+    (evaluate/shared.py); any other member runs its own."""
+    together: dict[Hashable, list[BenchmarkSpec]] = {}
+    for b in p.benches:
+        key = ("names", b.process) if b.process else process_key(b)
+        together.setdefault(("alone", b.name) if key is None else key, []).append(b)
     shared: dict[str, SharedRuns] = {}
+    for benches in together.values():
+        first = benches[0]
+        if first.process:  # the one command's table, all its members' names
+            parent = replace(first, name=first.process, names=tuple(b.name for b in benches))
+            executor = placed(tools.executor, p.recipe, parent)
+            runs = SharedRuns(CommandRunner(executor, parent), executor.round)
+        elif len(benches) > 1:
+            executor = placed(tools.executor, p.recipe, first)
+            runs = SharedRuns(one_process(executor, benches), executor.round)
+        else:
+            continue
+        shared.update((b.name, runs) for b in benches)
     members: dict[Member, MemberRun] = {}
     for b in p.benches:
-        if b.process:
-            names = tuple(m.name for m in p.benches if m.process == b.process)
-            if b.process not in shared:
-                parent = replace(b, name=b.process, names=names)
-                executor = placed(tools.executor, p.recipe, parent)
-                shared[b.process] = SharedRuns(CommandRunner(executor, parent), executor.round)
-            runs = shared[b.process]
+        if b.name in shared:
+            runs = shared[b.name]
             members[Member(b.name, b.config)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
         else:
             executor = placed(tools.executor, p.recipe, b)
             members[Member(b.name, b.config)] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
 
     def next_phase() -> None:
-        for runs in shared.values():
+        for runs in dict.fromkeys(shared.values()):
             runs.next_phase()
 
     return members, next_phase

@@ -11,6 +11,8 @@ a commit whose runs keep failing into a skip)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,13 +33,15 @@ class GbenchRunner:
         self.executor = executor
         self.spec = spec
         self.gbench: GbenchSpec = spec.gbench
+        self.pattern: re.Pattern[str] | None = None  # set by runners/multi.py: rows of a shared run
 
-    def argv(self) -> list[str]:
+    def argv(self, selection: str | None = None) -> list[str]:
+        """`selection`: another --benchmark_filter (one process for several members)."""
         return [
             *self.spec.argv(),
             "--benchmark_format=json",
             f"--benchmark_repetitions={self.spec.reps}",
-            f"--benchmark_filter={self.gbench.filter}",
+            f"--benchmark_filter={self.gbench.filter if selection is None else selection}",
         ]
 
     def run(self, checkout: Path) -> RunResult:
@@ -45,39 +49,48 @@ class GbenchRunner:
         res = self.executor.run(checkout, argv, self.spec.timeout_s)
         if failure := process_failure(res, self.spec.timeout_s):
             return RunResult((), failure, res.duration_s)
-        if not res.stdout.strip():
+        return self.result(res.stdout, argv[0], res.duration_s, lambda: self.listed(checkout))
+
+    def result(self, stdout: str, program: str, duration_s: float, listed: Callable[[], list[str]]) -> RunResult:
+        """This benchmark's run read from a finished process's JSON (its own, or one run for
+        several members, runners/multi.py): the rows its filter selects. `listed`: the binary's
+        own names, asked only when the filter selects none."""
+        if not stdout.strip():
             # libbenchmark prints no JSON at all when the filter matches nothing (and exits 0).
-            names = self._listed(checkout)
-            return RunResult(
-                (),
-                f"{NO_SUCH_BENCHMARK}filter {self.gbench.filter!r} matched no benchmark; it must match exactly one (names seen: {_names(names)})",
-                res.duration_s,
-            )
+            return RunResult((), f"{NO_SUCH_BENCHMARK}{self._matched('no benchmark', listed())}", duration_s)
         try:
-            found = parse_gbench(res.stdout, f"{argv[0]} stdout", self.gbench.time)
+            parsed = parse_gbench(stdout, f"{program} stdout", self.gbench.time)
         except FormatError as exc:
-            return RunResult((), str(exc), res.duration_s)
+            return RunResult((), str(exc), duration_s)
+        found = [m for m in parsed if self.selects(m.benchmark)]
         if len(found) != 1:
-            names = [m.benchmark for m in found] or self._listed(checkout)
-            how = f"{len(found)} benchmarks" if found else "no benchmark"
-            return RunResult(
-                (),
-                f"{'' if found else NO_SUCH_BENCHMARK}filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})",
-                res.duration_s,
-            )
+            if found:
+                return RunResult(
+                    (), self._matched(f"{len(found)} benchmarks", [m.benchmark for m in found]), duration_s
+                )
+            return RunResult((), f"{NO_SUCH_BENCHMARK}{self._matched('no benchmark', listed())}", duration_s)
         m = found[0]
         if m.error:
-            return RunResult((), f"benchmark '{m.benchmark}' reported error_occurred: {m.error}", res.duration_s)
+            return RunResult((), f"benchmark '{m.benchmark}' reported error_occurred: {m.error}", duration_s)
         if m.skipped:
-            return RunResult((), f"benchmark '{m.benchmark}' skipped itself: {m.skipped}", res.duration_s)
+            return RunResult((), f"benchmark '{m.benchmark}' skipped itself: {m.skipped}", duration_s)
         samples = convert(m.samples, m.unit, self.spec.unit)
         if isinstance(samples, str):
-            return RunResult((), f"benchmark '{m.benchmark}': {samples}", res.duration_s)
+            return RunResult((), f"benchmark '{m.benchmark}': {samples}", duration_s)
         if (bad := first_nonpositive(samples)) is not None:
             return RunResult(
-                (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", res.duration_s
+                (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", duration_s
             )
-        return RunResult(samples, "", res.duration_s, sample_s=m.sample_s)
+        return RunResult(samples, "", duration_s, sample_s=m.sample_s)
+
+    def selects(self, name: str) -> bool:
+        """Whether the filter selects benchmark `name`. Alone, the binary applied the filter
+        itself (every row is selected); in a process run for several members
+        (`self.pattern` set), Python's reading of the filter splits the rows."""
+        return self.pattern is None or self.pattern.search(name) is not None
+
+    def _matched(self, how: str, names: list[str]) -> str:
+        return f"filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})"
 
     def with_reps(self, reps: int) -> GbenchRunner:
         """--benchmark_repetitions is attrib's to choose; each repetition's cost is in the JSON
@@ -85,7 +98,7 @@ class GbenchRunner:
         search) is its overhead."""
         return GbenchRunner(self.executor, replace(self.spec, reps=reps))
 
-    def _listed(self, checkout: Path) -> list[str]:
+    def listed(self, checkout: Path) -> list[str]:
         """The binary's own list of benchmark names (one per line), for the error message."""
         res = self.executor.run(checkout, [*self.spec.argv(), "--benchmark_list_tests=true"], self.spec.timeout_s)
         return [ln.strip() for ln in res.stdout.splitlines() if ln.strip()] if res.ok else []

@@ -79,6 +79,17 @@ def _axis_matches(shown: str | None, wanted: str) -> bool:
     return str(values[0]) == str(values[1])
 
 
+def output_name() -> str:
+    """A uniquely named JSON file in the checkout, which every executor shares with attrib."""
+    return f"attrib-nvbench-{uuid.uuid4().hex[:12]}.json"
+
+
+def remove_output(checkout: Path, output: str) -> None:
+    (checkout / output).unlink(missing_ok=True)
+    for suffix in ("-bin", "-freqs-bin"):  # json_printer.cu's sidecar directories
+        shutil.rmtree(checkout / (output + suffix), ignore_errors=True)
+
+
 class NvbenchRunner:
     def __init__(self, executor: Executor, spec: BenchmarkSpec) -> None:
         assert spec.nvbench is not None
@@ -88,25 +99,35 @@ class NvbenchRunner:
         self.context: dict[str, str] = {}  # the last measured state's device and NVBench facts
 
     def argv(self, output: str) -> list[str]:
-        axes = [a for k, v in self.nv.axes.items() for a in ("-a", axis_option(k, v))]
-        out = ["--jsonbin" if self.nv.jsonbin else "--json", output]
         return [
             *self.spec.argv(),
             "-b",
             self.nv.benchmark,
-            *axes,
-            *out,
-            *stopping_options(self.nv.stopping, self.spec.reps),
+            *self._axes(),
+            *self.output_option(output),
+            *self.stopping(),
         ]
 
+    def selection(self) -> list[str]:
+        """`-b` with this benchmark's own options: NVBench applies the axis and stopping options
+        that follow a `-b` to that benchmark (docs/cli_help.md), so one run may hold several."""
+        return ["-b", self.nv.benchmark, *self._axes(), *self.stopping()]
+
+    def _axes(self) -> list[str]:
+        return [a for k, v in self.nv.axes.items() for a in ("-a", axis_option(k, v))]
+
+    def stopping(self) -> list[str]:
+        return stopping_options(self.nv.stopping, self.spec.reps)
+
+    def output_option(self, output: str) -> list[str]:
+        return ["--jsonbin" if self.nv.jsonbin else "--json", output]
+
     def run(self, checkout: Path) -> RunResult:
-        output = f"attrib-nvbench-{uuid.uuid4().hex[:12]}.json"
+        output = output_name()
         try:
             return self._run(checkout, output)
         finally:
-            (checkout / output).unlink(missing_ok=True)
-            for suffix in ("-bin", "-freqs-bin"):  # json_printer.cu's sidecar directories
-                shutil.rmtree(checkout / (output + suffix), ignore_errors=True)
+            remove_output(checkout, output)
 
     def _run(self, checkout: Path, output: str) -> RunResult:
         argv = self.argv(output)
@@ -115,43 +136,51 @@ class NvbenchRunner:
             return RunResult((), failure, res.duration_s)
         path = checkout / output
         if not path.is_file():
-            option = "--jsonbin" if self.nv.jsonbin else "--json"
-            why = f"NVBench writes it for {option}; a cuda-bench script must pass sys.argv to cuda.bench.run_all_benchmarks"
-            return RunResult((), f"{argv[0]} exited 0 but wrote no {output} ({why})", res.duration_s)
+            return RunResult((), self.no_output(argv[0], output), res.duration_s)
+        return self.result(path.read_text(errors="replace"), output, res.stdout, res.duration_s, checkout)
+
+    def no_output(self, program: str, output: str) -> str:
+        option = "--jsonbin" if self.nv.jsonbin else "--json"
+        why = f"NVBench writes it for {option}; a cuda-bench script must pass sys.argv to cuda.bench.run_all_benchmarks"
+        return f"{program} exited 0 but wrote no {output} ({why})"
+
+    def result(self, text: str, output: str, log: str, duration_s: float, checkout: Path) -> RunResult:
+        """This benchmark's state read from a finished run's JSON `text` (its own run, or its
+        part of one run for several members, runners/multi.py) and markdown `log`."""
         try:
-            found = parse_nvbench(path.read_text(errors="replace"), output, base_dir=checkout)
+            found = parse_nvbench(text, output, base_dir=checkout)
         except FormatError as exc:
-            return RunResult((), str(exc), res.duration_s)
+            return RunResult((), str(exc), duration_s)
         chosen = select(found, self.nv)
         if isinstance(chosen, str):
-            return RunResult((), chosen, res.duration_s)
+            return RunResult((), chosen, duration_s)
         state = chosen.context.get("nvbench_state", chosen.state_label())
         self.context = dict(chosen.context)
-        discarded = nvbench_throttle_discards(res.stdout).get((chosen.benchmark, state), 0)
+        discarded = nvbench_throttle_discards(log).get((chosen.benchmark, state), 0)
         excluded = (THROTTLED,) * discarded
         if chosen.skipped:
             return RunResult(
                 (),
                 f"NVBench skipped state '{state}' of '{chosen.benchmark}': {chosen.skipped}",
-                res.duration_s,
+                duration_s,
                 excluded,
             )
         if chosen.error:
-            return RunResult((), f"state '{state}' of '{chosen.benchmark}': {chosen.error}", res.duration_s, excluded)
+            return RunResult((), f"state '{state}' of '{chosen.benchmark}': {chosen.error}", duration_s, excluded)
         samples = convert(chosen.samples or (chosen.value,), chosen.unit, self.spec.unit)
         assert not isinstance(samples, str)  # NVBench times are seconds; the recipe unit is checked on load
         if (bad := first_nonpositive(samples)) is not None:
             return RunResult(
                 (),
                 f"state '{state}' of '{chosen.benchmark}': sample {bad!r} is not a positive time",
-                res.duration_s,
+                duration_s,
                 excluded,
             )
         # per-sample GPU times are what the samples cost of the run's wall time; the rest of it
         # (process start, CUDA context, NVBench's warm-up) is the run's overhead: adaptive blocks
         # weigh the two. One summary sample per run says nothing of the run's own spread.
         sample_s = sum(samples) * TIME_UNITS[self.spec.unit] if self.nv.jsonbin and chosen.samples else None
-        return RunResult(samples, "", res.duration_s, excluded, sample_s=sample_s)
+        return RunResult(samples, "", duration_s, excluded, sample_s=sample_s)
 
     def with_reps(self, reps: int) -> NvbenchRunner | None:
         """NVBench taking `reps` samples per run (adaptive blocks): only where attrib sets the

@@ -1,0 +1,151 @@
+"""Several benchmarks of one binary measured by one process: what the members of a group that
+use the gbench or nvbench runner share (evaluate/shared.py hands each member its part of a
+round's run, job.py forms the groups).
+
+Members share a process when everything one process takes in common is the same
+(`process_key`): the runner, the command, the samples per run, the configuration (under Slurm,
+the machine class), and for NVBench the stopping rule and the output option. One process is
+then asked for all of them: Google Benchmark with one `--benchmark_filter` that is the members'
+filters joined by `|`, NVBench with one `-b` (and its own axes and stopping options) per member.
+Its timeout is the sum of the members' own, the time they would have one after the other.
+
+Each member's result is read from the shared output by the member's own runner
+(`GbenchRunner.result`, `NvbenchRunner.result`): the same parsing, unit conversion and checks as
+a run of it alone. Google Benchmark's rows are split by each member's filter (read by Python's
+`re`, as `re.search`, which the recipe checked reads it; a negative filter, `-...`, runs alone);
+NVBench writes one `benchmarks[]` entry per `-b`, in order, and each member reads its own.
+
+A shared process that fails as a whole (a timeout, a non-zero exit, no output file) does not
+say which member caused it, so from then on every member runs alone on that checkout, that
+round included: a benchmark a commit lacks (NVBench refuses an unknown `-b`), a crash or a hang
+is that member's failed run, never the others'.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Hashable, Sequence
+from functools import cache
+from pathlib import Path
+
+from attrib.evaluate.executors import Executor, ProcessResult
+from attrib.evaluate.runners import Runner, RunResult
+from attrib.evaluate.runners.command import process_failure
+from attrib.evaluate.runners.gbench import GbenchRunner
+from attrib.evaluate.runners.nvbench import NvbenchRunner, output_name, remove_output
+from attrib.recipe import BenchmarkSpec, RunnerKind
+
+
+def process_key(bench: BenchmarkSpec) -> Hashable | None:
+    """What members must have in common to run in one process; None: this one runs alone."""
+    if bench.gbench is not None and bench.runner is RunnerKind.GBENCH:
+        if bench.gbench.filter.startswith("-"):  # a negative filter: `|` cannot join it
+            return None
+        return (bench.runner, bench.command, bench.reps, bench.config)
+    if bench.nvbench is not None and bench.runner is RunnerKind.NVBENCH:
+        nv = bench.nvbench
+        return (bench.runner, bench.command, bench.reps, bench.config, nv.stopping, nv.jsonbin)
+    return None
+
+
+def one_process(executor: Executor, benches: Sequence[BenchmarkSpec]) -> GbenchProcess | NvbenchProcess:
+    """The shared process of members with one `process_key`."""
+    if benches[0].runner is RunnerKind.GBENCH:
+        return GbenchProcess(executor, benches)
+    return NvbenchProcess(executor, benches)
+
+
+class _OneProcess:
+    """A run of all members per call, and each member alone on a checkout whose shared run
+    failed as a whole (above)."""
+
+    def __init__(
+        self, executor: Executor, benches: Sequence[BenchmarkSpec], solo: Callable[[BenchmarkSpec], Runner]
+    ) -> None:
+        self.executor = executor
+        self.benches = tuple(benches)
+        self.timeout_s = sum(b.timeout_s for b in benches)
+        self.alone: set[Path] = set()  # checkouts whose shared run failed: members run alone there
+        self._solo = {b.name: solo(b) for b in benches}
+
+    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+        if checkout.resolve() not in self.alone:
+            shared = self._shared(checkout)
+            if shared is not None:
+                return shared
+            self.alone.add(checkout.resolve())
+        return {name: runner.run(checkout) for name, runner in self._solo.items()}
+
+    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
+        raise NotImplementedError
+
+    def _failed(self, res: ProcessResult) -> bool:
+        return bool(process_failure(res, self.timeout_s))
+
+
+class GbenchProcess(_OneProcess):
+    """Google Benchmark: one filter for every member, the JSON rows split by each one's."""
+
+    def __init__(self, executor: Executor, benches: Sequence[BenchmarkSpec]) -> None:
+        super().__init__(executor, benches, lambda b: GbenchRunner(executor, b))
+        self.readers = [GbenchRunner(executor, b) for b in benches]
+        for reader in self.readers:
+            reader.pattern = re.compile(reader.gbench.filter)  # the recipe checked it reads
+
+    def argv(self) -> list[str]:
+        return self.readers[0].argv("|".join(f"({r.gbench.filter})" for r in self.readers))
+
+    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
+        argv = self.argv()
+        res = self.executor.run(checkout, argv, self.timeout_s)
+        if self._failed(res):
+            return None
+        listed = cache(lambda: self.readers[0].listed(checkout))  # asked once, and only if a filter selects none
+        return {r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed) for r in self.readers}
+
+
+class NvbenchProcess(_OneProcess):
+    """NVBench: one `-b` per member, each member's state read from its own `benchmarks[]` entry."""
+
+    def __init__(self, executor: Executor, benches: Sequence[BenchmarkSpec]) -> None:
+        super().__init__(executor, benches, lambda b: NvbenchRunner(executor, b))
+        self.readers = [NvbenchRunner(executor, b) for b in benches]
+
+    def argv(self, output: str) -> list[str]:
+        selections = [part for r in self.readers for part in r.selection()]
+        return [*self.benches[0].argv(), *selections, *self.readers[0].output_option(output)]
+
+    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
+        output = output_name()
+        try:
+            argv = self.argv(output)
+            res = self.executor.run(checkout, argv, self.timeout_s)
+            path = checkout / output
+            if self._failed(res) or not path.is_file():
+                return None
+            parts = split_entries(path.read_text(errors="replace"), [r.nv.benchmark for r in self.readers])
+            return {
+                r.spec.name: r.result(part, output, res.stdout, res.duration_s, checkout)
+                for r, part in zip(self.readers, parts, strict=True)
+            }
+        finally:
+            remove_output(checkout, output)
+
+
+def split_entries(text: str, benchmarks: Sequence[str]) -> list[str]:
+    """Each member's NVBench JSON: the document with only the `benchmarks[]` entry of its `-b`
+    (NVBench writes one per `-b`, in order). When the entries do not line up with the `-b`s
+    (a count or a name that differs), each member gets the entries of its benchmark's name,
+    and its own selection says what is wrong; a document that is not JSON goes to every member
+    as it is (its parser says why)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return [text] * len(benchmarks)
+    entries = doc.get("benchmarks") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return [text] * len(benchmarks)
+    if [e.get("name") for e in entries] == list(benchmarks):
+        return [json.dumps({**doc, "benchmarks": [e]}) for e in entries]
+    return [json.dumps({**doc, "benchmarks": [e for e in entries if e.get("name") == b]}) for b in benchmarks]
