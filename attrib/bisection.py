@@ -85,21 +85,6 @@ def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
     return any(f == p.rstrip("/") or f.startswith(p.rstrip("/") + "/") for f in files for p in paths)
 
 
-class _FirstFound:
-    """A segment search whose first answer was given: the first `search` returns it, every
-    later one is the search it wraps."""
-
-    def __init__(self, first: Found, own: SegmentSearch) -> None:
-        self.first: Found | None = first
-        self.own = own
-
-    def search(self, chain: list[str], reference: str) -> Found:
-        if self.first is not None:
-            first, self.first = self.first, None
-            return first
-        return self.own.search(chain, reference)
-
-
 class Bisection:
     """The driver of one bisection over the evaluation stage it is handed (`evidence`)."""
 
@@ -131,6 +116,7 @@ class Bisection:
         self.segments: SegmentSearch = (
             PosteriorSearch(self.scope, self.scope.config.ignore) if method is SearchMethod.POSTERIOR else SequentialSearch(self.scope)
         )
+        self.given: Found | None = None  # the first search's answer, when a group search gave it (begin_with)
         self.smaller: list[SmallerStep] = []
         self.untouched: list[str] = []
         self.order: list[str] = []
@@ -174,8 +160,10 @@ class Bisection:
 
     def begin_with(self, found: Found) -> None:
         """The first segment search of the whole range answers `found` (a group search's
-        finding for this member, group_bisection.py); every later search is this driver's own."""
-        self.segments = _FirstFound(found, self.segments)
+        finding for this member, group_bisection.py); every later search is this driver's own.
+        Given, it stands even when the budget is spent: a range the group search proved
+        (OutOfTime) is this member's own, not the whole range."""
+        self.given = found
 
     def find_culprits(self, chain: list[str], reference: str, known_bad: Comparison | None) -> list[Culprit]:
         """Culprits along `chain` (oldest first) relative to `reference`, one after another.
@@ -185,7 +173,7 @@ class Bisection:
         if not chain:
             self.scope.note(Note(NoteKind.NO_COMMIT_TOUCHES, (reference,), paths=self.paths))
         while chain:
-            if self.evidence.out_of_time:
+            if self.evidence.out_of_time and self.given is None:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
             if known_bad is None and self.remaining.nothing_left():
@@ -197,7 +185,8 @@ class Bisection:
                 if test.verdict is Verdict.INCONCLUSIVE:
                     self.scope.note(self.remaining.undecided(end, reference, test))
                 break
-            found = self.segments.search(chain, reference)
+            found = self.given if self.given is not None else self.segments.search(chain, reference)
+            self.given = None
             if isinstance(found, OutOfTime):  # the budget ran out inside the segment
                 self._budget_spent(chain, reference, found)
                 break

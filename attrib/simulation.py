@@ -9,6 +9,7 @@ models are the shapes GPU and CPU timings really show (docs/statistics.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,8 +321,11 @@ def run_simulated_group(
     config: TestConfig | None = None,
     min_change_pct: float = 2.0,
     reps: int = 10,
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> SimGroupOutcome:
-    """attrib's real group bisection (shared builds and runs, the group search) on a simulated group."""
+    """attrib's real group bisection (shared builds and runs, the group search) on a simulated
+    group; `deadline` (seconds of `clock`) as `--budget` gives it."""
     from attrib.evaluate.shared import SharedRuns
     from attrib.group_bisection import GroupBisection, shared_members
     from attrib.outcome import Member
@@ -335,8 +339,9 @@ def run_simulated_group(
     runner = SimGroupRunner(group, noise, seed, reps=reps)
     runs = SharedRuns(runner)
     driver = GroupBisection(
-        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=runs.next_phase
-    )
+        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=runs.next_phase,
+        deadline=deadline, clock=clock,
+    )  # fmt: skip
     out = driver.run(group.first.good, group.first.bad)
     members = {
         m.benchmark: SimOutcome(

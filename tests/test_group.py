@@ -4,6 +4,7 @@ real group bisection (group_bisection.py, segment/group_search.py) on seeded sim
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attrib.core import group as grouped
+from attrib.core.model import UnresolvedCause
 from attrib.core.posterior import posterior
 from attrib.errors import ConfigError
 from attrib.evaluate.runners.command import split_named
@@ -203,3 +205,23 @@ def test_a_member_at_ignore_below_does_not_spend_builds_beyond_one_culprit():
     for i, p in enumerate(pcts[:-1]):
         assert out.members[f"m{i:02d}"].culprits == ("c026",), p
     assert out.members["m06"].culprits == ()
+
+
+def test_a_budget_spent_inside_the_group_search_leaves_each_member_its_own_range():
+    # --budget: the deadline falls while the group search is locating two culprits (one clock
+    # reading a "second"); each member reports the range its own posterior proved, which holds
+    # its own step and not the other's, not the whole range
+    group = group_history(120, {"a": {30: 5.0}, "a_weaker": {30: 4.0}, "b": {90: 5.0}})
+    ticks = itertools.count()
+    out = run_simulated_group(group, NoiseModel(sigma=SIGMA), 1, deadline=120.0, clock=lambda: float(next(ticks)))
+    ranges = {}
+    for name, o in out.members.items():
+        assert o.outcome.out_of_time and o.status == "inconclusive" and o.culprits == (), name
+        (open_range,) = o.outcome.unresolved
+        (cause,) = open_range.causes
+        assert cause.kind is UnresolvedCause.OUT_OF_TIME
+        ranges[name] = open_range.commits
+    for name, own, other in (("a", "c030", "c090"), ("a_weaker", "c030", "c090"), ("b", "c090", "c030")):
+        assert own in ranges[name] and other not in ranges[name] and len(ranges[name]) <= 60, (name, ranges[name])
+    assert len(ranges["a"]) < 60  # narrowed by the builds the group made (5 at seed 1)
+
