@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from dependency_tree import chain_of, family, recipe_text
+from dependency_tree import BENCH_SH, Repo, chain_of, family, recipe_text
 
-from attrib.core.model import RollRelation
+from attrib.core.model import RollRelation, Status
 from attrib.report.markdown import title
-from attrib.result import load_result
+from attrib.result import BisectResult, load_result
 
 
 def _bisect(tmp_path: Path, fam) -> dict:
@@ -117,3 +117,79 @@ def test_same_binary_verdicts_and_search_paths_hold_with_submodules(tmp_path: Pa
     result = json.loads(out.read_text())
     assert chain_of(result["culprits"][0])[0] == list(fam.chain)
     assert set(result["untouched"]) == set(fam.kernel.commits[1:]) - {fam.chain[0]}
+
+
+GROUP_BUILD_SH = """#!/bin/sh
+# Two kernels, each as slow as its own cost file of the compiler says.
+set -e
+mkdir -p out
+for k in a b; do
+  c=$(cat third_party/compiler/cost_$k.txt)
+  case "$c" in ''|*[!0-9]*) echo "cost_$k.txt: not a cost: $c" >&2; exit 1;; esac
+  echo "$c" > out/cost_$k
+done
+"""
+
+GROUP_BENCH_SH = BENCH_SH.replace("out/cost", "out/cost_$2")
+
+GROUP_RECIPE = """schema = 1
+name = "kernels"
+
+[build]
+commands = ["sh build.sh"]
+timeout_s = 120
+"""
+
+GROUP_MEMBER = """
+[[benchmark]]
+name = "kernel_{k}"
+runner = "command"
+command = ["sh", "bench.sh", "{{reps}}", "{k}"]
+unit = "ms"
+direction = "lower"
+timeout_s = 60
+reps = 10
+min_change_pct = 3.0
+"""
+
+
+def test_each_member_of_a_group_descends_into_the_roll_to_its_own_commit(tmp_path: Path):
+    """A group run (two benchmarks, `--benchmark kernel_a --benchmark kernel_b`): one kernel
+    commit rolls the compiler across 16 commits, and inside it kernel_a is slowed by compiler
+    commit 5, kernel_b by commit 11. Both members name the roll, and each descends into it to
+    its own compiler commit."""
+    n_super, roll, n_dep, at = 12, 7, 16, {"a": 5, "b": 11}
+    compiler = Repo.init(tmp_path / "trees" / "compiler")
+    for i in range(n_dep):
+        costs = {f"cost_{k}.txt": f"{106 if i >= step else 100}\n" for k, step in at.items()}
+        compiler.commit(f"compiler change {i}", costs)
+    kernels = Repo.init(tmp_path / "trees" / "kernel")
+    pin = "third_party/compiler"
+    for i in range(n_super):
+        files = {"build.sh": GROUP_BUILD_SH, "bench.sh": GROUP_BENCH_SH, "noise": "1.0\n"} if i == 0 else {}
+        links = {pin: (compiler, compiler.commits[0 if i == 0 else -1])} if i in (0, roll) else {}
+        kernels.commit("roll the compiler" if i == roll else f"kernel change {i}", {**files, **({} if links and i else {"README": f"{i}\n"})}, links)
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(GROUP_RECIPE + GROUP_MEMBER.format(k="a") + GROUP_MEMBER.format(k="b"))
+    out = tmp_path / "result.json"
+    res = run_cli(
+        "bisect", "--repo", kernels.path, "--good", kernels.commits[0], "--bad", kernels.commits[-1], "--recipe", recipe,
+        "--benchmark", "kernel_a", "--benchmark", "kernel_b", "--workdir", tmp_path / "work", "--json", out,
+        "--report", tmp_path / "report.md",
+    )  # fmt: skip
+    assert res.code == 0, res.stdout + res.stderr
+    result = load_result(out)
+    assert isinstance(result, BisectResult) and result.status is Status.CULPRIT_FOUND
+    (culprit,) = result.culprits  # the group's: the roll, moving both
+    assert culprit.commit == kernels.commits[roll] and sorted(m.benchmark for m in culprit.members) == ["kernel_a", "kernel_b"]
+    for member in result.members:
+        k = member.benchmark.removeprefix("kernel_")
+        (own,) = member.culprits
+        assert own.commit == kernels.commits[roll], member.benchmark
+        (inside,) = own.rolls
+        assert (inside.path, inside.relation, inside.status) == (pin, RollRelation.FORWARD, Status.CULPRIT_FOUND)
+        assert [c.commit for c in inside.culprits] == [compiler.commits[at[k]]], member.benchmark
+    assert run_cli("report", out).code == 0
+    report = (tmp_path / "report.md").read_text()
+    assert f"inside the roll of `{pin}`" in report
+    assert all(f"`{compiler.commits[i][:10]}`" in report for i in at.values())  # each member's own chain
