@@ -22,7 +22,7 @@ from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, ex
 from attrib.evaluate.executors.slurm_plan import machine_class
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
-from attrib.evaluate.runners.cupy import CupyRunner
+from attrib.evaluate.runners.cupy import CupyRunner, sharing_one_worker
 from attrib.evaluate.runners.multi import one_process, process_key
 from attrib.evaluate.shared import SharedRuns
 from attrib.events import Events
@@ -316,7 +316,8 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
     """Each member's runner: members that one process can measure together (the `name value`
     lines of one command, or benchmarks of one Google Benchmark or NVBench binary with the same
     settings: runners/multi.py) share its run, one per round for all of them
-    (evaluate/shared.py); any other member runs its own."""
+    (evaluate/shared.py); cupy members that time kernels share one GPU worker; any other member
+    runs its own."""
     together: dict[Hashable, list[BenchmarkSpec]] = {}
     for b in p.benches:
         key = ("names", b.process) if b.process else process_key(b)
@@ -334,11 +335,16 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
         else:
             continue
         shared.update((b.name, runs) for b in benches)
+    # the cupy members that time kernels: one GPU worker process serves all their kernels
+    timed = [b for b in p.benches if b.cupy is not None and b.cupy.metric == "time"]
+    kernels = dict(zip((b.name for b in timed), sharing_one_worker(timed), strict=True)) if len(timed) > 1 else {}
     members: dict[Member, MemberRun] = {}
     for b in p.benches:
         if b.name in shared:
             runs = shared[b.name]
             members[Member(b.name, b.config)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
+        elif b.name in kernels:
+            members[Member(b.name, b.config)] = MemberRun(b, wrap(kernels[b.name]), tools.executor.round)
         else:
             executor = placed(tools.executor, p.recipe, b)
             members[Member(b.name, b.config)] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)

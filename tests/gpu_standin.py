@@ -9,8 +9,12 @@ asked about:
     fault    it answers the run as failed with "fault": true, then exits (a CUDA error it caught)
     anything else: 'ms' in the checkout holds the time of one launch; samples are that, `reps` times
 
-Every request it took is appended to $STANDIN_LOG as `PID OP CHECKOUT-NAME`, so a test can see
-which process served which commit, in which order."""
+It serves every kernel its setup lists (a group's cupy members share one worker): for kernel
+`k` (CupySpec.kernel), 'ms.k' in the checkout, when there is one, holds that kernel's time,
+and a file 'segv.k' makes the process die by SIGSEGV when asked about that kernel there.
+
+Every request it took is appended to $STANDIN_LOG as `PID OP CHECKOUT-NAME KERNEL`, so a test
+can see which process served which commit and kernel, in which order."""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from typing import Any
 
 from attrib.recipe import CupySpec
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def refuse(why: str) -> None:
@@ -55,16 +59,23 @@ def main() -> int:
     if set(setup) != {"setup", "cupy"} or setup["setup"] != PROTOCOL:
         refuse(f"expected {{setup: {PROTOCOL}, cupy}} first, got {sorted(setup)}")
     fields = {f.name for f in dataclasses.fields(CupySpec)}
-    if not isinstance(setup["cupy"], dict) or set(setup["cupy"]) != fields or not isinstance(setup["cupy"]["kernel"], str):
-        refuse("cupy: not CupySpec's fields")
+    kernels = setup["cupy"]
+    if not isinstance(kernels, list) or not kernels:
+        refuse("cupy: not a list of kernels")
+    for k in kernels:
+        if not isinstance(k, dict) or set(k) != fields or not isinstance(k["kernel"], str):
+            refuse("cupy: not CupySpec's fields")
     answer({"hello": PROTOCOL, "arch": "sm_90", "info": {"name": "stand-in", "runtime_version": "12.8"}})
     expected_id = 1
     for line in sys.stdin:
         req = read(line)
         op = req.get("op")
-        want = {"run": {"id", "op", "checkout", "reps"}, "artifact": {"id", "op", "checkout"}}.get(op)  # type: ignore[arg-type]
+        want = {"run": {"id", "op", "kernel", "checkout", "reps"}, "artifact": {"id", "op", "kernel", "checkout"}}.get(op)  # type: ignore[arg-type]
         if want is None or set(req) != want:
             refuse(f"request {sorted(req)} with op {op!r}")
+        if not isinstance(req["kernel"], int) or isinstance(req["kernel"], bool) or not 0 <= req["kernel"] < len(kernels):
+            refuse(f"kernel {req['kernel']!r} of {len(kernels)}")
+        kernel = kernels[req["kernel"]]["kernel"]
         if req["id"] != expected_id:
             refuse(f"id {req['id']!r}, expected {expected_id}")
         expected_id += 1
@@ -74,9 +85,9 @@ def main() -> int:
         if op == "run" and (not isinstance(req["reps"], int) or isinstance(req["reps"], bool) or req["reps"] < 1):
             refuse(f"reps {req['reps']!r}")
         with log.open("a") as f:
-            f.write(f"{os.getpid()} {op} {checkout.name}\n")
+            f.write(f"{os.getpid()} {op} {checkout.name} {kernel}\n")
         name = checkout.name
-        if name == "segv":
+        if name == "segv" or (checkout / f"segv.{kernel}").exists():
             os.kill(os.getpid(), signal.SIGSEGV)
         if name == "hang":
             time.sleep(3600)
@@ -89,7 +100,7 @@ def main() -> int:
             answer({"id": req["id"], "samples": [], "excluded": [], "error": "CUDARuntimeError: cudaErrorIllegalAddress",
                     "duration_s": 0.01, "sample_s": None, "fault": True})  # fmt: skip
             return 0
-        ms = (checkout / "ms").read_text()
+        ms = (checkout / (f"ms.{kernel}" if (checkout / f"ms.{kernel}").exists() else "ms")).read_text()
         if op == "artifact":
             answer({"id": req["id"], "digest": hashlib.sha256(ms.encode()).hexdigest(), "fault": False})
         else:

@@ -5,6 +5,7 @@ stand-in of tests/fixtures/nvbench (no GPU here), through the real local executo
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -18,12 +19,17 @@ from nvbench_tree import make_nvbench_tree, stage
 
 from attrib.evaluate.executors import ProcessResult
 from attrib.evaluate.executors.local import LocalExecutor
+from attrib.evaluate.gpu.isolated import KernelSlot
 from attrib.evaluate.runners import NO_SUCH_BENCHMARK
+from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.evaluate.runners.gbench import GbenchRunner
 from attrib.evaluate.runners.multi import GbenchProcess, NvbenchProcess, one_process, process_key, split_entries
 from attrib.evaluate.runners.nvbench import NvbenchRunner
 from attrib.evaluate.shared import SharedRuns
+from attrib.gitrepo import GitRepo
+from attrib.job import Plan, Tools, _members
 from attrib.recipe import BenchmarkSpec, parse_recipe
+from attrib.workdir import WorkDir
 
 NO_GBENCH = pytest.mark.skipif(bool(gbench_missing()), reason=gbench_missing() or "-")
 
@@ -75,8 +81,6 @@ def _gbench(tmp_path: Path, *members: dict[str, object]) -> tuple[BenchmarkSpec,
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     tree = make_gbench_tree(tmp_path_factory.mktemp("gb") / "repo", commits=1, culprit_at=99)
-    import subprocess
-
     if not gbench_missing():
         subprocess.run(["sh", "-c", BUILD], cwd=tree.path, check=True)
     return tree.path
@@ -279,3 +283,45 @@ def test_a_group_of_nvbench_members_runs_one_process_per_round_through_the_cli(t
     assert all(c["samples"] % 20 == 0 for m in members.values() for c in m["commits"])
     runs = {name: sum(c["samples"] for c in m["commits"]) // 20 for name, m in members.items()}
     assert max(runs.values()) <= processes < sum(runs.values()), (processes, runs)
+
+
+# --- which members a group bisection joins (job._members) ---------------------------------
+
+CUPY_TABLE = """
+[[benchmark]]
+name = "{name}"
+runner = "cupy"
+[benchmark.cupy]
+kernel = "{kernel}"
+metric = "{metric}"
+"""
+
+
+def test_a_group_joins_the_members_one_process_can_measure_and_no_others(tmp_path):
+    gb = "".join(
+        GBENCH_TABLE.format(**{"reps": 4, "unit": "us", "timeout": 60, "time": "cpu_time", **m})
+        for m in (MIX, SMALL, {"name": "six", "filter": "^BM_Fails$", "reps": 6})
+    )
+    nv = "".join(NV_TABLE.format(reps=12, **m) for m in NV_MEMBERS[:2])
+    cu = "".join(
+        CUPY_TABLE.format(name=n, kernel=k, metric=m)
+        for n, k, m in (("copy", "copy", "time"), ("reduce", "reduce", "time"), ("regs", "copy", "registers"))
+    )
+    recipe = parse_recipe(tomllib.loads(GBENCH_RECIPE.format(tables=gb + nv + cu)), tmp_path / "r.toml")
+    tree = make_gbench_tree(tmp_path / "repo", commits=1, culprit_at=99)
+    p = Plan(GitRepo(tree.path), tree.good, tree.bad, recipe, recipe.benchmarks[0], "local", WorkDir.for_repo(tree.path, tmp_path / "w"),  # type: ignore[arg-type]
+             members=recipe.benchmarks)  # fmt: skip
+    members, next_phase = _members(p, Tools(LocalExecutor(), None, None, None), lambda r: r)  # type: ignore[arg-type]
+    runner = {m.benchmark: run.runner for m, run in members.items()}
+    shared = {name: getattr(r, "shared", None) for name, r in runner.items()}
+    assert shared["mix"] is shared["small"] and isinstance(shared["mix"].runner, GbenchProcess)
+    assert isinstance(runner["six"], GbenchRunner)  # other reps: a process of its own
+    assert shared["grid"] is shared["grid_small"] and isinstance(shared["grid"].runner, NvbenchProcess)
+    assert shared["mix"] is not shared["grid"]
+    copy, reduce, regs = runner["copy"], runner["reduce"], runner["regs"]
+    assert isinstance(copy, CupyRunner) and isinstance(copy.kernels, KernelSlot)
+    assert isinstance(reduce, CupyRunner) and isinstance(reduce.kernels, KernelSlot)
+    assert copy.kernels.worker is reduce.kernels.worker and (copy.kernels.kernel, reduce.kernels.kernel) == (0, 1)
+    assert isinstance(regs, CupyRunner) and not isinstance(regs.kernels, KernelSlot)  # a static metric: no worker
+    next_phase()
+    assert shared["mix"].phase == shared["grid"].phase == 1

@@ -77,11 +77,15 @@ class _Live:
 
 
 class KernelWorker:
-    def __init__(self, cupy: CupySpec, timeout_s: float, argv: Sequence[str] | None = None) -> None:
-        self.cupy = cupy
+    """A worker for one kernel, or for several (`cupy` a sequence: a group's cupy members share
+    one process and its CUDA context; `kernel` in a request is the index). A kernel that ends
+    the worker is that kernel's failed run of that commit; the other kernels go on in a new one."""
+
+    def __init__(self, cupy: CupySpec | Sequence[CupySpec], timeout_s: float, argv: Sequence[str] | None = None) -> None:
+        self.kernels = (cupy,) if isinstance(cupy, CupySpec) else tuple(cupy)
         self.timeout_s = timeout_s
         self.argv = list(argv or DEFAULT_ARGV)
-        self.failed: dict[Path, str] = {}  # commits whose kernels lost a worker: their failure, remembered
+        self.failed: dict[tuple[int, Path], str] = {}  # (kernel, commit) that lost a worker: its failure, remembered
         self.info: dict[str, Any] | None = None  # the first worker's device, for the result
         self.started = 0  # workers started: more than one means some commit's kernels faulted
         self._id = 0
@@ -91,28 +95,32 @@ class KernelWorker:
     def close(self) -> None:
         self._live.stop()
 
-    def run(self, checkout: Path, reps: int) -> RunResult:
+    def run(self, checkout: Path, reps: int, kernel: int = 0, timeout_s: float | None = None) -> RunResult:
         start = time.monotonic()
         key = checkout.resolve()
-        reply = self._ask({"op": "run", "checkout": str(key), "reps": reps}, key, _run_problem)
+        request = {"op": "run", "kernel": kernel, "checkout": str(key), "reps": reps}
+        reply = self._ask(request, (kernel, key), _run_problem, timeout_s)
         if isinstance(reply, str):
             return RunResult((), reply, time.monotonic() - start)
         return RunResult(tuple(reply["samples"]), reply["error"], reply["duration_s"], tuple(reply["excluded"]), sample_s=reply["sample_s"])
 
-    def artifact(self, checkout: Path) -> str | None:
+    def artifact(self, checkout: Path, kernel: int = 0, timeout_s: float | None = None) -> str | None:
         key = checkout.resolve()
-        reply = self._ask({"op": "artifact", "checkout": str(key)}, key, _artifact_problem)
+        reply = self._ask({"op": "artifact", "kernel": kernel, "checkout": str(key)}, (kernel, key), _artifact_problem, timeout_s)
         return None if isinstance(reply, str) else reply["digest"]
 
-    def _ask(self, request: dict[str, Any], key: Path, problem: Callable[[Any, int], str]) -> dict[str, Any] | str:
-        """The worker's answer about the commit at `key`, or why there is none: then that commit
-        is remembered as failed and the worker is gone (a new one serves the next request)."""
+    def _ask(
+        self, request: dict[str, Any], key: tuple[int, Path], problem: Callable[[Any, int], str], timeout_s: float | None
+    ) -> dict[str, Any] | str:
+        """The worker's answer about one kernel at the commit of `key`, or why there is none:
+        then that kernel's commit is remembered as failed and the worker is gone (a new one
+        serves the next request). `timeout_s`: the asking member's own (default the worker's)."""
         if key in self.failed:
             return self.failed[key]
         if self._live.proc is None:
             self._start()
         self._id += 1
-        line = self._exchange({"id": self._id, **request}, self.timeout_s)
+        line = self._exchange({"id": self._id, **request}, self.timeout_s if timeout_s is None else timeout_s)
         why = line if isinstance(line, str) else problem(line, self._id)
         if not why and line["fault"]:  # type: ignore[index]
             why = str(line.get("error") or "a CUDA error")  # type: ignore[union-attr]
@@ -136,7 +144,7 @@ class KernelWorker:
             raise GpuUnavailable(f"the GPU worker {self.argv[-1]} cannot start: {exc.strerror}") from None
         self.started += 1
         self._id = 0  # each worker counts its requests from 1
-        hello = self._exchange({"setup": PROTOCOL, "cupy": spec_json(self.cupy)}, HELLO_TIMEOUT_S)
+        hello = self._exchange({"setup": PROTOCOL, "cupy": [spec_json(k) for k in self.kernels]}, HELLO_TIMEOUT_S)
         why = hello if isinstance(hello, str) else _hello_problem(hello)
         if why:
             live.stop()
@@ -232,3 +240,26 @@ def _hello_problem(h: dict[str, Any]) -> str:
     if set(h) != {"hello", "arch", "info"} or not isinstance(h["arch"], str) or not isinstance(h["info"], dict):
         return f"answered outside its protocol (a hello without arch and info: {json.dumps(h)[:120]})"
     return ""
+
+
+class KernelSlot:
+    """One kernel of a worker that serves several: what one cupy member's runner asks, with its
+    own index and timeout (runners/cupy.py `sharing_one_worker`)."""
+
+    def __init__(self, worker: KernelWorker, kernel: int, timeout_s: float) -> None:
+        self.worker = worker
+        self.kernel = kernel
+        self.timeout_s = timeout_s
+
+    @property
+    def info(self) -> dict[str, Any] | None:
+        return self.worker.info
+
+    def run(self, checkout: Path, reps: int) -> RunResult:
+        return self.worker.run(checkout, reps, self.kernel, self.timeout_s)
+
+    def artifact(self, checkout: Path) -> str | None:
+        return self.worker.artifact(checkout, self.kernel, self.timeout_s)
+
+    def close(self) -> None:
+        self.worker.close()

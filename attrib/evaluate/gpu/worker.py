@@ -6,14 +6,16 @@ The protocol, version PROTOCOL: one JSON object per line each way, on the worker
 stdout (the worker moves its own stdout to stderr first, so nothing CuPy prints can break a
 line). attrib writes first:
 
-    {"setup": PROTOCOL, "cupy": {CupySpec's fields}}
+    {"setup": PROTOCOL, "cupy": [{CupySpec's fields}, ...]}
         -> {"hello": PROTOCOL, "arch": "sm_90", "info": {...}}     or {"hello": PROTOCOL, "error": "why"}
-    {"id": N, "op": "run", "checkout": PATH, "reps": R}
+    {"id": N, "op": "run", "kernel": K, "checkout": PATH, "reps": R}
         -> {"id": N, "samples": [ms...], "excluded": [why...], "error": "", "duration_s": S, "sample_s": S|null, "fault": false}
-    {"id": N, "op": "artifact", "checkout": PATH}
+    {"id": N, "op": "artifact", "kernel": K, "checkout": PATH}
         -> {"id": N, "digest": HEX|null, "fault": false}
 
-N counts from 1 by one. An answer with `"fault": true` is the last: the worker ends after it (a
+The setup lists the kernels this worker serves (one, or every cupy member of a group: they
+share the process, its CUDA context and the device); K is a kernel's index in that list. N
+counts from 1 by one. An answer with `"fault": true` is the last: the worker ends after it (a
 CUDA error may have left the context unusable). End of input ends the worker.
 """
 
@@ -30,7 +32,7 @@ from typing import IO, Any
 from attrib.errors import AttribError
 from attrib.recipe import CupySpec
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: several kernels per worker (1 had one)
 TUPLE_FIELDS = ("include_dirs", "archs")
 
 
@@ -58,14 +60,16 @@ def serve(lines: IO[str], out: IO[str], device_factory: Callable[[], Any]) -> in
     if not isinstance(setup, dict) or setup.get("setup") != PROTOCOL:
         sys.stderr.write(f"attrib gpu worker: expected a setup of protocol {PROTOCOL} first\n")
         return 2
-    session = KernelSession(spec_from_json(setup["cupy"]), device_factory)
+    device = _one_device(device_factory)
+    sessions = [KernelSession(spec_from_json(spec), device) for spec in setup["cupy"]]
     try:
-        _answer(out, {"hello": PROTOCOL, "arch": session.device.arch, "info": session.info()})
+        _answer(out, {"hello": PROTOCOL, "arch": sessions[0].device.arch, "info": sessions[0].info()})
     except AttribError as exc:  # no usable GPU here
         _answer(out, {"hello": PROTOCOL, "error": str(exc)})
         return 1
     for line in lines:
         req = json.loads(line)
+        session = sessions[int(req["kernel"])]
         checkout = Path(req["checkout"])
         if req["op"] == "run":
             res, fault = session.run(checkout, int(req["reps"]))
@@ -78,6 +82,18 @@ def serve(lines: IO[str], out: IO[str], device_factory: Callable[[], Any]) -> in
         if fault:
             return 0
     return 0
+
+
+def _one_device(factory: Callable[[], Any]) -> Callable[[], Any]:
+    """The device, opened once for every kernel's session (one CUDA context per worker)."""
+    opened: list[Any] = []
+
+    def device() -> Any:
+        if not opened:
+            opened.append(factory())
+        return opened[0]
+
+    return device
 
 
 def main() -> int:

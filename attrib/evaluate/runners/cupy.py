@@ -21,7 +21,7 @@ from typing import Any
 
 from attrib.errors import KernelCompileError
 from attrib.evaluate.gpu.build import compile_kernel, kernel_source
-from attrib.evaluate.gpu.isolated import KernelWorker
+from attrib.evaluate.gpu.isolated import KernelSlot, KernelWorker
 from attrib.evaluate.gpu.metrics import KernelMetrics, static_diff
 from attrib.evaluate.gpu.protocol import GpuDevice
 from attrib.evaluate.gpu.session import KernelSession
@@ -33,15 +33,18 @@ STATIC_OFFSET = 1  # static samples are metric + 1: the statistics compare ratio
 
 class CupyRunner:
     def __init__(
-        self, spec: BenchmarkSpec, device_factory: Callable[[], GpuDevice] | None = None, worker_argv: Sequence[str] | None = None
+        self, spec: BenchmarkSpec, device_factory: Callable[[], GpuDevice] | None = None, worker_argv: Sequence[str] | None = None,
+        slot: KernelSlot | None = None,
     ) -> None:
         """Kernels run in a GPU worker process (`worker_argv`: its command, gpu/worker.py by
-        default); with a `device_factory` (a test's fake device) in this process instead."""
+        default), or in a `slot` of one shared with other members (`sharing_one_worker`); with a
+        `device_factory` (a test's fake device) in this process instead."""
         assert spec.cupy is not None
         self.spec = spec
         self.cupy: CupySpec = spec.cupy
-        self.kernels: KernelSession | KernelWorker = (
+        self.kernels: KernelSession | KernelWorker | KernelSlot = (
             KernelSession(self.cupy, device_factory) if device_factory is not None
+            else slot if slot is not None
             else KernelWorker(self.cupy, spec.timeout_s, worker_argv)
         )  # fmt: skip
         self._static: dict[tuple[Path, str], KernelMetrics | str] = {}
@@ -77,7 +80,7 @@ class CupyRunner:
 
     def close(self) -> None:
         """End the GPU worker (it also ends when the runner is dropped, or attrib dies)."""
-        if isinstance(self.kernels, KernelWorker):
+        if not isinstance(self.kernels, KernelSession):
             self.kernels.close()
 
     def with_reps(self, reps: int) -> CupyRunner:
@@ -137,3 +140,15 @@ class CupyRunner:
             **{k: info[k] for k in keep if info.get(k) is not None},
             "timing": f"{self.cupy.mode}, {self.cupy.block_ms:g} ms blocks, throttle below {self.cupy.throttle_fraction:.0%} of the reference SM clock",
         }
+
+
+def sharing_one_worker(specs: Sequence[BenchmarkSpec], worker_argv: Sequence[str] | None = None) -> list[CupyRunner]:
+    """The runners of a group's cupy members that time kernels, all served by one GPU worker
+    process (one CUDA context on the device, each commit's modules of every kernel loaded side
+    by side): each member asks for its own kernel, with its own samples per run and timeout, and
+    reads its answer as alone. A kernel that ends the worker is that member's failed run of that
+    commit; the others go on in a new worker (gpu/isolated.py)."""
+    cupys = [s.cupy for s in specs if s.cupy is not None]
+    assert len(cupys) == len(specs)
+    worker = KernelWorker(cupys, max(s.timeout_s for s in specs), worker_argv)
+    return [CupyRunner(s, slot=KernelSlot(worker, i, s.timeout_s)) for i, s in enumerate(specs)]
