@@ -295,8 +295,8 @@ def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bo
     compiler cache): the verdict that names a culprit rests on those two binaries, so a cache or
     an incremental tree that gave a wrong one there is said, never silent (a build per end the
     cache served or an incremental tree built; none for a clean build without a cache).
-    Those builds count in the run's build time. `seen`: ends already checked (a group's members
-    share culprits: each end is built again once)."""
+    Those builds count in the run's build time, and apart as its `build_check`. `seen`: ends
+    already checked (a group's members share culprits: each end is built again once)."""
     notes = []
     seen = {} if seen is None else seen
     ends = dict.fromkeys(sha for c in outcome.culprits for sha in (c.last_good, c.commit))
@@ -307,6 +307,7 @@ def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bo
         if sha not in seen:
             seen[sha], seconds = builder.differs_from_clean(rec.info, rec.build)
             outcome.times.build_s += seconds
+            outcome.times.build_check_s += seconds
         if seen[sha]:
             notes.append(Note(NoteKind.CACHE_MISMATCH, (sha,)))
     return notes

@@ -155,6 +155,11 @@ def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path
     rec = served.build(commit)
     assert rec.ok and rec.cache.hits == 2, rec
     assert served.differs_from_clean(commit, rec)[0]  # the -O2 binary differs from what was served
+    # checked again (a rerun): the clean digest kept from the first check says so, with no build
+    check_log = served.workdir.build_log(f"{rec.key}-uncached")
+    written = check_log.stat().st_mtime_ns
+    assert served.differs_from_clean(commit, rec) == (True, 0.0)
+    assert check_log.stat().st_mtime_ns == written
     served.spec = replace(served.spec, cache_check=False)
     assert served.differs_from_clean(commit, rec) == (False, 0.0)  # the recipe turned the check off
 
@@ -177,6 +182,10 @@ def test_a_bisection_with_the_cache_names_the_same_culprit_and_reports_what_it_s
     assert not any(n["kind"] == NoteKind.CACHE_MISMATCH for n in cached["notes"])
     report = (tmp_path / "cached" / "report.md").read_text()
     assert f"- compiler cache (ccache): {hits} compilation(s) served" in report
+    # the end check's clean builds are part of the build time, and said apart
+    times = cached["phase_times_s"]
+    assert 0 < times["build_check"] < times["build"] and plain["phase_times_s"]["build_check"] == 0
+    assert f"- wall time: build {times['build']:.1f} s ({times['build_check']:.1f} s of it the end check" in report
     assert (tmp_path / "cached" / "work" / "compiler-cache" / "ccache").is_dir()
 
 
@@ -250,3 +259,47 @@ def test_slurm_builds_share_the_cache_dir_the_recipe_names(make_tree, tmp_path, 
     assert all(r.ok and r.cache.tool == "ccache" and not r.cache.note for r in records), records
     assert records[0].cache.misses == 2 and sum(r.cache.hits for r in records[1:]) >= 3, [r.cache for r in records]
     assert sorted(p.name for p in (shared / "stats").glob("*.log")) == sorted(f"{r.key}.log" for r in records)
+
+
+@needs_ccache
+def test_the_range_ends_are_built_one_after_the_other_so_the_second_is_served(make_tree, tmp_path):
+    """With builds as wide as two probes, the preflight's good and bad ends used to be built
+    together, both from a cold cache. A builder that reuses builds builds the first alone: the
+    second starts after it ended and is served what did not change between them."""
+    import threading
+    import time
+
+    from attrib.evaluate.accounts import Ledger
+    from attrib.evaluate.twins import Builds
+    from attrib.events import NullEvents
+
+    tree = make_tree(spec(commits=6, culprits=((3, 10),), broken=None, gpu_culprit=False))
+    repo = GitRepo(tree.path)
+    cached = _builder(tmp_path, tree.path, "c", cache=CompilerCache.CCACHE, cache_dir=str(tmp_path / "cache"))
+    cached.spec = replace(cached.spec, commands=(f"sleep 1 && {OBJECTS}",))
+    cached.step.spec = cached.spec
+    assert cached.reuses_builds and not _builder(tmp_path, tree.path, "p").reuses_builds
+    spans: dict[str, tuple[float, float]] = {}
+    lock = threading.Lock()
+
+    class Timed:
+        reuses_builds = True
+
+        def build(self, commit):
+            start = time.monotonic()
+            rec = cached.build(commit)
+            with lock:
+                spans[commit.sha] = (start, time.monotonic())
+            return rec
+
+    builds = Builds(Timed(), Ledger(repo, NullEvents()), NullEvents(), time.monotonic, lambda: None, build_width=2)
+    builds.build_all([tree.good, tree.bad])
+    assert spans[tree.bad][0] >= spans[tree.good][1], spans  # not together
+    good, bad = builds.ledger.tally(tree.good).build, builds.ledger.tally(tree.bad).build
+    assert good.cache.hits == 0 and bad.cache.hits >= 1, (good.cache, bad.cache)
+    # once a build is there, the rest go together as before
+    mid = repo.first_parent_chain(tree.good, tree.bad)[:2]
+    assert tree.bad not in mid
+    builds.build_all(mid)
+    a, b = (spans[s] for s in mid)
+    assert a[0] < b[1] and b[0] < a[1], spans  # overlapping

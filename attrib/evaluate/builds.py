@@ -54,6 +54,12 @@ class CheckoutBuilder:
         self.step = BuildStep(executor, spec, cache_dir, incremental)
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
+    @property
+    def reuses_builds(self) -> bool:
+        """Whether a build here may be served by an earlier one (a compiler cache, an incremental
+        tree): then building the range's two ends one after the other costs less than together."""
+        return self.step.cache is not None or self.step.incremental is not None
+
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
         tree, pins = self.checkouts.identity(commit.sha, commit.tree, overrides)
         blob = "\n".join([tree, *pins, self.spec.cache_identity(), self.executor.identity()])
@@ -85,11 +91,18 @@ class CheckoutBuilder:
         compiler cache, gives other artifacts than `record` (a build the cache served some of,
         or an incremental one), and the seconds that build took. The check costs a build; it
         needs the recipe's artifacts, and there is nothing to check in a clean build the cache
-        served nothing, nor with `[build] cache_check = false`."""
+        served nothing, nor with `[build] cache_check = false`. The clean digest is kept in the
+        work dir: the same build checked again (a rerun, the daemon's next bisection ending at
+        the same commit) is compared with it without a build."""
         reused = record.cache.hits > 0 or record.how in (BuildHow.INCREMENTAL, BuildHow.PREBUILT)
         if not (self.spec.cache_check and record.ok and record.artifact and reused):
             return False, 0.0
         key = f"{record.key}-uncached"
+        kept = self.workdir.build_record(key)
+        try:
+            return json.loads(kept.read_text())["artifact"] != record.artifact, 0.0
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # never checked here, or unreadable: build it
         checkout = self.workdir.scratch(key)
         log_path = self.workdir.build_log(key)
         step, hashed = None, None
@@ -104,7 +117,10 @@ class CheckoutBuilder:
                 self.mirror.discard(checkout)
         seconds = step.duration_s if step is not None else 0.0
         # a build that fails or hashes nothing now says nothing about the cache: not a mismatch
-        return hashed is not None and not isinstance(hashed, str) and hashed.digest != record.artifact, seconds
+        if hashed is None or isinstance(hashed, str):
+            return False, seconds
+        atomic_write_text(kept, json.dumps({"commit": commit.sha, "artifact": hashed.digest}))
+        return hashed.digest != record.artifact, seconds
 
     def _load(self, record_path: Path) -> BuildRecord | None:
         try:

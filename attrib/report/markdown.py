@@ -322,8 +322,9 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
     lines += _build_lines(result)
     t = result.phase_times_s
     if t.build or t.measure or t.decide:
+        check = f" ({t.build_check:.1f} s of it the end check: the culprit's ends built again clean)" if t.build_check else ""
         lines.append(
-            f"- wall time: build {t.build:.1f} s, measure {t.measure:.1f} s, attrib's own {t.decide:.2f} s "
+            f"- wall time: build {t.build:.1f} s{check}, measure {t.measure:.1f} s, attrib's own {t.decide:.2f} s "
             f"({t.decide_per_comparison:.3f} s per comparison)"
         )
     if result.out_of_time:

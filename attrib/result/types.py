@@ -350,6 +350,7 @@ class PhaseTimesRecord:
     measure: float = 0.0
     decide: float = 0.0
     decide_per_comparison: float = 0.0
+    build_check: float = 0.0  # of `build`: the end check's clean builds of the culprits' ends (issue 31)
 
 
 @dataclass(frozen=True)

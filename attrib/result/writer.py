@@ -141,7 +141,8 @@ def _where_the_work_went(outcome: Outcome, direction: Direction) -> dict[str, An
         "artifact_notes": tuple(ArtifactNoteRecord(n.a, n.b, tuple(str(x) for x in n.traps)) for n in outcome.artifact_notes),
         "samples_saved_estimate": int(outcome.samples_saved),
         "phase_times_s": PhaseTimesRecord(
-            round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4)
+            round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4),
+            build_check=round(t.build_check_s, 3),
         ),
         "out_of_time": outcome.out_of_time,
         "blocks": outcome.blocks,
