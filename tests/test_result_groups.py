@@ -7,18 +7,25 @@ render the report that version rendered."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from sim_results import GROUP, simulated_group, simulated_result
+from sim_results import GROUP, _recipe, simulated_group, simulated_result
 
 from attrib.codec import encode
 from attrib.core.model import Status
-from attrib.report.markdown import render
+from attrib.core.stats import TestConfig
+from attrib.recipe import BenchmarkSpec
+from attrib.report.group import issue_lines
+from attrib.report.markdown import member_lines, render
 from attrib.result import RESULT_SCHEMA, BisectResult, dump, from_json, load_result
-from attrib.result.types import MEMBER_FIELDS
-from attrib.result.writer import group_status
+from attrib.result.gather import machine_info
+from attrib.result.types import MEMBER_FIELDS, BuildFailure
+from attrib.result.writer import Provenance, RunContext, build_result, group_status
+from attrib.simulation import NoiseModel, group_history, run_simulated_group
 
 SCHEMA3 = Path(__file__).parent / "fixtures" / "schema3"
 GOLDEN = Path(__file__).parent / "golden"
@@ -166,3 +173,36 @@ def test_history_ingests_each_member_of_a_group_as_its_own_series(group):
     for m in group.members:
         assert by_bench[m.benchmark] == [row.median for row in m.commits if row.median is not None]
     assert rows[0].row.startswith("members[0].commits[")
+
+
+def test_the_runs_builds_time_and_build_failures_are_said_once_in_a_groups_report(group):
+    failure = BuildFailure(group.commits[1].commit, "subject", "exit 2", "/work/cache/logs/x.log", "error: nope")
+    shown = replace(group, build_failures=(failure,))
+    text = render(shown)
+    folded = text.index("<details><summary><code>")
+    assert text.count("- wall time: build 12.0 s, measure 300.0 s") == 1 and text.index("- wall time") < folded
+    assert text.count("## Build failures") == 1 and text.index("## Build failures") < folded
+    assert text.count("## Where the work went") - text[folded:].count("## Where the work went") == 1
+    # each member's raw counts say its own samples and rounds, not the run's builds and wall time again
+    for m in group.members:
+        assert f"- {m.samples} samples in {m.rounds} rounds\n" in text[folded:], m.label
+    assert text.count(f"{group.builds} builds ({group.builds_fresh} fresh") == 0
+    # an issue folds one member's report, which says them there, once
+    (c, *_) = group.culprits
+    body = "\n".join(issue_lines(shown, c, partial(member_lines, run_wide=True)))
+    assert body.count("- wall time:") == 1 and body.count("## Build failures") == 1
+
+
+def test_a_groups_time_per_phase_is_its_members_together(tmp_path):
+    sim = run_simulated_group(group_history(30, {"a": {10: 5.0}, "b": {10: 5.0}}), NoiseModel(sigma=0.01), 1)
+    benches = tuple(BenchmarkSpec(name=n, runner="command", command=("sim",), min_change_pct=2.0) for n in ("a", "b"))
+    ctx = RunContext(Path("/r"), _recipe(*benches), benches[0], "local", TestConfig(), 1, tmp_path, 1.0, sim.builds,
+                     member_specs={b.name: b for b in benches})  # fmt: skip
+    result = build_result(sim.outcome, ctx, Provenance(machine_info(), "0" * 64))
+    times = [o.times for _, o in sim.outcome.members]
+    assert all(t.measure_s > 0 and t.comparisons for t in times)  # both members measured: not the lead's alone
+    t = result.phase_times_s
+    sums = tuple(round(sum(getattr(x, k) for x in times), 3) for k in ("build_s", "measure_s", "decide_s", "build_check_s"))
+    assert (t.build, t.measure, t.decide, t.build_check) == sums
+    assert t.decide_per_comparison == round(sum(x.decide_s for x in times) / sum(x.comparisons for x in times), 4)
+

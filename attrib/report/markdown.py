@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from attrib.core.blocks import BlockReason
-from attrib.core.model import BuildHow, NoteKind, RevertStatus, SearchMethod, Status, Verdict
+from attrib.core.model import NoteKind, RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, innermost, rolls_section
 from attrib.report.group import cell as _cell
@@ -22,6 +22,7 @@ from attrib.report.group import culprit_lines, group_headline, member_sections, 
 from attrib.report.group import fmt_ci as _fmt_ci
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
 from attrib.report.sentences import blocks_text, cause_resolve, cause_why, note_text
+from attrib.report.work import build_failure_lines, run_work
 from attrib.result.types import (
     BisectResult,
     CompareResult,
@@ -35,7 +36,6 @@ from attrib.result.types import (
     UnresolvedRange,
 )
 
-LOG_EXCERPT_LINES = 12
 MAX_FILES_SHOWN = 20
 
 
@@ -241,7 +241,8 @@ def _environment(result: BisectResult) -> list[str]:
     return out + [""]
 
 
-def _raw_counts(result: BisectResult) -> list[str]:
+def _raw_counts(result: BisectResult, run_wide: bool = True) -> list[str]:
+    """`run_wide`: with the run's builds and wall time (a group's report says them once, not per member)."""
     unit, s = result.unit, result.settings
     b = result.blocks
     chosen = f" (then {b.reps}, chosen)" if b is not None and b.reason is BlockReason.CHOSEN else ""
@@ -252,9 +253,10 @@ def _raw_counts(result: BisectResult) -> list[str]:
         f"minimum change {s.min_change_pct} %, {s.reps} samples per run{chosen}, seed {s.seed}, "
         f"executor {s.executor}, jobs {s.jobs}, verify {s.verify}"
         + (f", {s.search} search, steps below {s.ignore_below_pct:g} % ignored" if s.ignore_below_pct is not None else ""),
-        f"- {result.samples} samples in {result.rounds} rounds, {result.builds} builds "
-        f"({result.builds_fresh} fresh, {result.builds_cached} from the cache), {result.wall_s:.1f} s",
-    ]
+        f"- {result.samples} samples in {result.rounds} rounds"
+        + (f", {result.builds} builds ({result.builds_fresh} fresh, {result.builds_cached} from the cache), "
+           f"{result.wall_s:.1f} s" if run_wide else ""),
+    ]  # fmt: skip
     cancels = (
         "the posterior search runs the reference in every round and reads each block against it, "
         "and the confirmation is paired within rounds"
@@ -293,8 +295,9 @@ def _raw_counts(result: BisectResult) -> list[str]:
     return out + ["", "</details>", ""]
 
 
-def _spent_where_it_decides(result: BisectResult) -> list[str]:
-    """Smaller steps, what was not measured or built and why, time per phase."""
+def _spent_where_it_decides(result: BisectResult, run_wide: bool = True) -> list[str]:
+    """Smaller steps, what was not measured or built and why, time per phase (`run_wide`: with
+    the run's builds and time, `run_work`)."""
     out: list[str] = []
     for st in result.smaller_steps:
         change = f"{st.change_pct:+.2f} % {_fmt_ci(st.ci_pct)}" if st.change_pct is not None else "a step"
@@ -312,21 +315,8 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
             f"- {len(result.same_artifact)} comparison(s) settled by identical artifacts (same binary as an already decided commit), "
             f"about {result.samples_saved_estimate} samples saved (estimate: their count x the mean measured comparison)"
         )
-    if result.untouched:
-        lines.append(f"- not built: {len(result.untouched)} commit(s) touch none of the recipe's [search] paths")
-    for n in result.artifact_notes:
-        lines.append(
-            f"- artifacts of `{n.a[:10]}` and `{n.b[:10]}` differ only by an embedded {' and '.join(n.traps)}: "
-            "they were measured as different builds; a reproducible build (docs/recipes.md) would have saved that"
-        )
-    lines += _build_lines(result)
-    t = result.phase_times_s
-    if t.build or t.measure or t.decide:
-        check = f" ({t.build_check:.1f} s of it the end check: the culprit's ends built again clean)" if t.build_check else ""
-        lines.append(
-            f"- wall time: build {t.build:.1f} s{check}, measure {t.measure:.1f} s, attrib's own {t.decide:.2f} s "
-            f"({t.decide_per_comparison:.3f} s per comparison)"
-        )
+    if run_wide:
+        lines += run_work(result, result.commits)
     if result.out_of_time:
         lines.append("- the time budget ran out: see the unresolved range for what more time would settle")
     if result.blocks is not None and result.blocks.reason is BlockReason.CHOSEN:
@@ -335,32 +325,6 @@ def _spent_where_it_decides(result: BisectResult) -> list[str]:
     if lines:
         out += ["## Where the work went", "", *lines, ""]
     return out
-
-
-MAX_BUILD_NOTES = 5  # reasons a build was not what the recipe asked first, listed in the report
-
-
-def _build_lines(result: BisectResult) -> list[str]:
-    """What the compiler cache served the builds of this run, and why it served some none; how
-    many were prebuilt, incremental or clean, and why some were not what the recipe asked."""
-    builds = [c.build for c in result.commits if c.build is not None and c.build.ok and not c.build.cached]
-    served = [b.cache for b in builds if b.cache.tool]
-    lines = []
-    if served:
-        hits, misses = sum(c.hits for c in served), sum(c.misses for c in served)
-        lines.append(
-            f"- compiler cache ({served[0].tool}): {hits} compilation(s) served, {misses} compiled, over {len(served)} build(s)"
-        )
-    notes = sorted({b.cache.note for b in builds if b.cache.note})
-    lines += [f"- compiler cache: {note}" for note in notes]
-    hows = Counter(b.how for b in builds)
-    if set(hows) - {BuildHow.CLEAN}:
-        lines.append("- builds: " + ", ".join(f"{hows[h]} {h.value}" for h in BuildHow if hows[h]))
-    why = Counter(b.note for b in builds if b.note)
-    lines += [f"- {n} build(s): {note}" for note, n in sorted(why.items())[:MAX_BUILD_NOTES]]
-    if len(why) > MAX_BUILD_NOTES:
-        lines.append(f"- and {len(why) - MAX_BUILD_NOTES} other reason(s): see each build's log")
-    return lines
 
 
 def render_markdown(result: BisectResult, plot: str | None = None, figure: str | None = None) -> str:
@@ -374,7 +338,7 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
         out += _range_lines(result, plot, figure)
         for i, c in enumerate(result.culprits, 1):
             out += culprit_lines(result, c, i, len(result.culprits))
-        out += members_overview(result) + member_sections(result, member_lines)
+        out += members_overview(result) + _group_work(result) + member_sections(result, member_lines)
         out += ["## Reproduce", "", "```sh", result.reproduce, "```", ""]
         return "\n".join(out + _environment(result))
     out = [f"# attrib: `{result.benchmark}` in {name}", "", headline(result), ""]
@@ -389,14 +353,25 @@ def render_markdown(result: BisectResult, plot: str | None = None, figure: str |
     return "\n".join(out)
 
 
-def member_lines(result: BisectResult) -> list[str]:
+def _group_work(result: BisectResult) -> list[str]:
+    """The run's builds, time and build failures, said once for the whole group."""
+    rows = list({row.commit: row for m in result.members for row in m.commits}.values())
+    lines = run_work(result, rows)
+    out = ["## Where the work went", "", *lines, ""] if lines else []
+    return out + build_failure_lines(result)
+
+
+def member_lines(result: BisectResult, run_wide: bool = False) -> list[str]:
     """A member's own report inside a group's (a result of one member): what a bisection of it
-    alone reports, without the title, the range and the machine the group's report shows once."""
+    alone reports, without the title, the range and the machine the group's report shows once,
+    and (unless `run_wide`: an issue folds one member's report, and says them there) without the
+    run's builds, time and build failures, which it shows once too."""
     out = [headline(result), ""]
     spark = sparkline(result)
     if spark:
         out += ["```text"] + spark + ["```", ""]
-    return out + _findings(result) + ["```sh", result.reproduce, "```", ""] + _raw_counts(result)
+    out += _findings(result, run_wide) + ["```sh", result.reproduce, "```", ""]
+    return out + _raw_counts(result, run_wide)
 
 
 def _range_lines(result: BisectResult, plot: str | None, figure: str | None) -> list[str]:
@@ -427,8 +402,9 @@ def _range_lines(result: BisectResult, plot: str | None, figure: str | None) -> 
     return out
 
 
-def _findings(result: BisectResult) -> list[str]:
-    """Culprits, open ranges, where the work went, notes, the tested commits and build failures."""
+def _findings(result: BisectResult, run_wide: bool = True) -> list[str]:
+    """Culprits, open ranges, where the work went, notes, the tested commits and (`run_wide`)
+    the build failures."""
     unit = result.unit
     out: list[str] = []
     for i, c in enumerate(result.culprits, 1):
@@ -442,7 +418,7 @@ def _findings(result: BisectResult) -> list[str]:
             f"- what would resolve it: {resolve_text(u, result.settings)}",
             "",
         ]
-    out += _spent_where_it_decides(result)
+    out += _spent_where_it_decides(result, run_wide)
     notes = [n for n in result.notes if n.kind is not NoteKind.TOO_NOISY]  # said under the headline
     if notes:
         out += ["## Notes", ""] + [f"- {note_text(n)}" for n in notes] + [""]
@@ -468,12 +444,8 @@ def _findings(result: BisectResult) -> list[str]:
             f"{_fmt_value(row.median, unit)} |"
         )
     out.append("")
-    if result.build_failures:
-        out += ["## Build failures", ""]
-        for f in result.build_failures:
-            tail = "\n".join(f.log_tail.splitlines()[-LOG_EXCERPT_LINES:]) or "(empty log)"
-            out += [f"- `{f.commit[:10]}` {f.subject}: {f.reason}", "", "```text", tail, "```", ""]
-    return out
+    return out + (build_failure_lines(result) if run_wide else [])
+
 
 
 _COMPARE_VERDICT = {

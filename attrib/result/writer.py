@@ -24,7 +24,7 @@ from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, St
 from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
 from attrib.evaluate.executors.base import ExecutorDescription, ExecutorKind
-from attrib.evaluate.records import Comparison
+from attrib.evaluate.records import Comparison, PhaseTimes
 from attrib.evaluate.runners import RunnerEvidence, StaticDiff
 from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck, Roll
 from attrib.recipe import BenchmarkSpec, Recipe
@@ -140,13 +140,25 @@ def _where_the_work_went(outcome: Outcome, direction: Direction) -> dict[str, An
         "artifacts": {sha: rec.artifact for sha, rec in outcome.commits.items() if rec.artifact},
         "artifact_notes": tuple(ArtifactNoteRecord(n.a, n.b, tuple(str(x) for x in n.traps)) for n in outcome.artifact_notes),
         "samples_saved_estimate": int(outcome.samples_saved),
-        "phase_times_s": PhaseTimesRecord(
-            round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4),
-            build_check=round(t.build_check_s, 3),
-        ),
+        "phase_times_s": phase_times([t]),
         "out_of_time": outcome.out_of_time,
         "blocks": outcome.blocks,
     }
+
+
+def phase_times(times: Sequence[PhaseTimes]) -> PhaseTimesRecord:
+    """Wall seconds per phase of one bisection, or of a group's members together: each build and
+    each shared process run is timed by the member that made it (the others' wait for it is
+    none), so the sums are the group's."""
+    t = PhaseTimes(
+        build_s=sum(x.build_s for x in times), build_check_s=sum(x.build_check_s for x in times),
+        measure_s=sum(x.measure_s for x in times), decide_s=sum(x.decide_s for x in times),
+        comparisons=sum(x.comparisons for x in times),
+    )  # fmt: skip
+    return PhaseTimesRecord(
+        round(t.build_s, 3), round(t.measure_s, 3), round(t.decide_s, 3), round(t.overhead_per_comparison(), 4),
+        build_check=round(t.build_check_s, 3),
+    )
 
 
 def _prob(p: float) -> float | None:
@@ -422,16 +434,17 @@ def build_result(
         sha: rec.build.cached for _, o in outcome.members for sha, rec in o.commits.items() if rec.build is not None
     }
     reproduce = reproduce_command(ctx, outcome.good, outcome.bad, [m.benchmark for m, _ in singles])
-    return group_result(singles, reproduce, built)
+    return group_result(singles, reproduce, built, phase_times([o.times for _, o in outcome.members]))
 
 
 def group_result(
-    singles: Sequence[tuple[Member, BisectResult]], reproduce: str, built: Mapping[str, bool]
+    singles: Sequence[tuple[Member, BisectResult]], reproduce: str, built: Mapping[str, bool], times: PhaseTimesRecord
 ) -> BisectResult:
     """The schema-4 result of a group from each member's own result (written as a bisection of it
     alone): the members, the group's status and culprits, and the lead member's measurements at
     the top (for a single benchmark: its result as it always read, with its one member).
-    `built`: every commit built for the group -> whether from the cache."""
+    `built`: every commit built for the group -> whether from the cache; `times`: the group's
+    wall seconds per phase."""
     members = tuple(_member(m, r) for m, r in singles)
     status = group_status([m.status for m in members])
     lead = max(
@@ -439,6 +452,7 @@ def group_result(
     )
     first = singles[lead][1]
     failures = {f.commit: f for _, r in singles for f in r.build_failures}
+    traps = {(n.a, n.b): n for _, r in singles for n in r.artifact_notes}
     return replace(
         first,
         status=status,
@@ -448,6 +462,8 @@ def group_result(
         builds_cached=sum(built.values()),
         samples=sum(m.samples for m in members),
         build_failures=tuple(failures.values()),
+        artifact_notes=tuple(traps.values()),
+        phase_times_s=times,
         rounds=max(m.rounds for m in members),
         reproduce=reproduce if len(singles) > 1 else first.reproduce,
         members=members,

@@ -22,6 +22,7 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from attrib.core.model import Status
@@ -184,7 +185,8 @@ def _body(
         marks += members_marker([ch.label for ch in culprit.members]) + "\n"
     link, figure = (plot.link, plot.markdown or plot.missing) if plot else (None, None)
     if culprit is not None and result.group:
-        lines = issue_lines(result, culprit, member_lines)
+        # one member's report folded: the run's builds, time and build failures are said there, once
+        lines = issue_lines(result, culprit, partial(member_lines, run_wide=True))
         lines += [f"![plot]({link})" if link else figure or "", ""]
         return marks + (f"{lead}\n\n" if lead else "") + "\n".join(lines)
     return marks + (f"{lead}\n\n" if lead else "") + render_markdown(result, plot=link, figure=figure)
