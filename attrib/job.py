@@ -321,9 +321,9 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
     runs its own."""
     together: dict[Hashable, list[BenchmarkSpec]] = {}
     for b in p.benches:
-        key = ("names", b.process) if b.process else process_key(b)
-        together.setdefault(("alone", b.name) if key is None else key, []).append(b)
-    shared: dict[str, SharedRuns] = {}
+        key = ("names", b.process, b.config) if b.process else process_key(b)
+        together.setdefault(("alone", b.name, b.config) if key is None else key, []).append(b)
+    shared: dict[Member, SharedRuns] = {}
     for benches in together.values():
         first = benches[0]
         if first.process:  # the one command's table, all its members' names
@@ -335,20 +335,21 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
             runs = SharedRuns(one_process(executor, benches), executor.round)
         else:
             continue
-        shared.update((b.name, runs) for b in benches)
+        shared.update((Member(b.name, b.config), runs) for b in benches)
     # the cupy members that time kernels: one GPU worker process serves all their kernels
     timed = [b for b in p.benches if b.cupy is not None and b.cupy.metric == "time"]
-    kernels = dict(zip((b.name for b in timed), sharing_one_worker(timed), strict=True)) if len(timed) > 1 else {}
+    kernels = {Member(b.name, b.config): r for b, r in zip(timed, sharing_one_worker(timed), strict=True)} if len(timed) > 1 else {}
     members: dict[Member, MemberRun] = {}
     for b in p.benches:
-        if b.name in shared:
-            runs = shared[b.name]
-            members[Member(b.name, b.config)] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
-        elif b.name in kernels:
-            members[Member(b.name, b.config)] = MemberRun(b, wrap(kernels[b.name]), tools.executor.round)
+        m = Member(b.name, b.config)  # the same benchmark under two configurations is two members
+        if m in shared:
+            runs = shared[m]
+            members[m] = MemberRun(b, wrap(runs.view(b.name)), runs.round_context(b.name))
+        elif m in kernels:
+            members[m] = MemberRun(b, wrap(kernels[m]), tools.executor.round)
         else:
             executor = placed(tools.executor, p.recipe, b)
-            members[Member(b.name, b.config)] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
+            members[m] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
 
     def next_phase() -> None:
         for runs in dict.fromkeys(shared.values()):

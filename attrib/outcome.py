@@ -16,6 +16,7 @@ from attrib.core.blocks import BlockChoice
 from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, RollRelation, Status, Verdict
 from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.evaluate.twins import Builder
+from attrib.recipe import member_label
 
 
 class CommitGraph(Protocol):
@@ -166,7 +167,7 @@ class Member:
 
     @property
     def label(self) -> str:
-        return self.benchmark if not self.config else self.benchmark + "[" + ",".join(f"{k}={v}" for k, v in self.config) + "]"
+        return member_label(self.benchmark, self.config)
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,27 @@ def test_benchmarks_are_selected_by_name_glob_or_every_one(tmp_path):
     assert "nope_*" in line and "gemm_a, gemm_b, attn_a, other" in line and "\n" not in line
 
 
+def test_a_members_label_selects_it_with_its_configuration(tmp_path):
+    """`name[key=value,...]`, as results label a member: the same benchmark under two
+    configurations is two members; the label is what selects it again; a pair its table pins
+    to another value is one line."""
+    path = tmp_path / "r.toml"
+    path.write_text(RECIPE.replace('command = ["./other"]', 'command = ["./other"]\nconfig = { gpu = "H100" }'))
+    recipe = load_recipe(path)
+    chosen = recipe.select(["other", "gemm_a[gpu=H100]", "gemm_a[gpu=H200,mem=hbm3]", "gemm_a[gpu=H100]"])
+    assert [(b.name, b.config) for b in chosen] == [
+        ("other", (("gpu", "H100"),)),
+        ("gemm_a", (("gpu", "H100"),)),
+        ("gemm_a", (("gpu", "H200"), ("mem", "hbm3"))),
+    ]
+    assert [recipe.label(b) for b in chosen] == ["other", "gemm_a[gpu=H100]", "gemm_a[gpu=H200,mem=hbm3]"]
+    assert recipe.select(["other[gpu=H100]"])[0].config == (("gpu", "H100"),)  # what its table says anyway
+    assert [b.name for b in recipe.select(["gemm_[ab]"])] == ["gemm_a", "gemm_b"]  # a glob's class stays a glob
+    with pytest.raises(ConfigError) as err:
+        recipe.select(["other[gpu=H200]"])
+    assert "'other[gpu=H200]': benchmark 'other' has gpu=H100" in str(err.value) and "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_group_with_two_culprits_names_each_with_exactly_its_members(seed):
     steps = {**{f"a{i}": {20: 5.0} for i in range(5)}, "b0": {45: 4.0}, "b1": {45: 4.0}, "weak": {20: 2.0}, "flat": {}}

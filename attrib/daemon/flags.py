@@ -168,14 +168,15 @@ def prepare_group(flag: dict[str, Any], ctx: FlagContext) -> tuple[NewJob, tuple
 
 def _members(recipe: Recipe, name: str | None, names: list[str] | None) -> tuple[str, ...]:
     """The benchmarks a flag names: `benchmark` as it always was (a recipe benchmark, the recipe's
-    only one when absent), else a member of a benchmark that prints `name value` lines, or a glob;
-    `benchmarks` through the recipe's selection, in the order asked."""
+    only one when absent), else a member of a benchmark that prints `name value` lines, a glob,
+    or a member's label with its configuration (`gemm[gpu=H100]`); `benchmarks` through the
+    recipe's selection, in the order asked. Each comes back as what selects it again."""
     if names is not None:
-        return tuple(b.name for b in recipe.select(names))
+        return tuple(recipe.label(b) for b in recipe.select(names))
     if name is None or name in {b.name for b in recipe.benchmarks}:
         return (recipe.benchmark(name).name,)
     try:
-        return tuple(b.name for b in recipe.select([name]))
+        return tuple(recipe.label(b) for b in recipe.select([name]))
     except InputError:
         recipe.benchmark(name)  # its own words: "no benchmark named ..."
         raise

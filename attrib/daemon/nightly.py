@@ -46,6 +46,7 @@ from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
 from attrib.history.store import Change, Claim, Flagged, FlagState, HistoryStore, Series
+from attrib.recipe import load_recipe, member_label
 from attrib.result.types import DetectedChange
 
 ENVELOPE = ("project", "files", "format", "commit", "config", "time")
@@ -166,7 +167,7 @@ class Nightly:
             rule = project.rule_for(s.benchmark)
             if rule is not None and rule.recipe not in jobs:
                 jobs[rule.recipe] = self._jobs(rule, repo_path, pos)
-            covered = jobs[rule.recipe].covering(rule.member(s.benchmark)) if rule else []
+            covered = jobs[rule.recipe].covering(jobs[rule.recipe].member(rule, s)) if rule else []
             regression = c.direction == ChangeDirection.REGRESSION.value
             d = decide(project, s.benchmark, regression, span, covered, 0)  # the day's limit: per group, below
             if d.state is FlagState.QUEUED:
@@ -174,7 +175,10 @@ class Nightly:
             else:
                 out += self._settle([(s, c, span, d)], d, d, now)
         for group in groups([(d.rule.recipe if d.rule else "", span) for _, _, span, d in to_queue]):
-            out += self._queue_group(project, [to_queue[i] for i in group], commits, now)
+            points = [to_queue[i] for i in group]
+            rule = points[0][3].rule
+            assert rule is not None
+            out += self._queue_group(project, points, jobs[rule.recipe], commits, now)
         return out
 
     def _jobs(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> _JobIndex:
@@ -184,7 +188,7 @@ class Nightly:
         recipe = str((self.settings.recipes_dir / rule.recipe).resolve())
         jobs = [j for j in self.store.ranges(str(repo_path), recipe) if j.good in pos and j.bad in pos]
         members = self.store.members([j.id for j in jobs])
-        index = _JobIndex()
+        index = _JobIndex(classes=_classes(self.settings.recipes_dir / rule.recipe))
         for j in jobs:
             covered = Covered(Span(pos[j.good], pos[j.bad]), j.id, "open job" if j.state.active else "earlier flag")
             index.every.append(covered)
@@ -192,7 +196,9 @@ class Nightly:
                 index.by_member.setdefault(name, []).append(covered)
         return index
 
-    def _queue_group(self, project: ProjectConfig, points: list[tuple[Series, Change, Span, Decision]], commits: list[str], now: float) -> list[dict[str, Any]]:
+    def _queue_group(
+        self, project: ProjectConfig, points: list[tuple[Series, Change, Span, Decision]], index: _JobIndex, commits: list[str], now: float
+    ) -> list[dict[str, Any]]:
         """Validate the group's flag, then join a queued job of an overlapping range, or claim the
         day's slot and queue the job, linked to the first change point, in one transaction
         (HistoryStore.claim_bisection; the validation asks git and comes first: a daemon killed
@@ -200,7 +206,7 @@ class Nightly:
         first_s, first_c, _, d = points[0]
         assert d.rule is not None
         span = union([p[2] for p in points])
-        names = list(dict.fromkeys(n for s, _, _, _ in points if (n := d.rule.member(s.benchmark))))
+        names = list(dict.fromkeys(n for s, _, _, _ in points if (n := index.member(d.rule, s))))
         what = f"{first_s.label}" + (f" and {len(points) - 1} more" if len(points) > 1 else "")
         flag: dict[str, Any] = {
             "repo": project.repo, "good": commits[span.good], "bad": commits[span.bad], "recipe": d.rule.recipe,
@@ -278,10 +284,34 @@ class _JobIndex:
 
     every: list[Covered] = field(default_factory=list)
     by_member: dict[str, list[Covered]] = field(default_factory=dict)
+    # the recipe's machine classes ("gpu=H100"), and its one benchmark's name when it has one
+    classes: tuple[frozenset[str], str | None] = (frozenset(), None)
+
+    def member(self, rule: MapRule, s: Series) -> str | None:
+        """The member a series is bisected as: the rule's benchmark, labelled with the pairs of
+        the series' configuration that name a machine class of the recipe, so that the series
+        of gpu=H100 is measured on H100 nodes and the one of gpu=H200 on H200 nodes, two members
+        of one job (`Recipe.select` reads the label)."""
+        known, only = self.classes
+        name = rule.member(s.benchmark)
+        pairs = tuple(sorted((k, v) for k, v in s.config.items() if f"{k}={v}" in known))
+        base = name if name is not None else only
+        return member_label(base, pairs) if pairs and base is not None else name
 
     def covering(self, member: str | None) -> list[Covered]:
         """The jobs that bisect `member` (None: the recipe's one benchmark, so every job)."""
         return self.every if member is None else self.by_member.get(member, [])
+
+
+def _classes(recipe_path: Path) -> tuple[frozenset[str], str | None]:
+    """A recipe's machine classes and its one benchmark's name, for labelling members; nothing
+    when it does not load (the flag's validation refuses it with its own line)."""
+    try:
+        recipe = load_recipe(recipe_path)
+    except InputError:
+        return frozenset(), None
+    known = frozenset(c.label for c in recipe.slurm.classes) if recipe.slurm else frozenset()
+    return known, recipe.benchmarks[0].name if len(recipe.benchmarks) == 1 else None
 
 
 def _decided(s: Series | str, c: Change, d: Decision) -> dict[str, Any]:

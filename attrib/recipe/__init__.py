@@ -36,6 +36,8 @@ from attrib.recipe.model import (
     NvbenchStopping,
     Recipe,
     RunnerKind,
+    member_label,
+    parse_member_label,
 )
 from attrib.recipe.parse import load_recipe, parse_duration, parse_recipe
 from attrib.recipe.slurm import (
@@ -54,5 +56,6 @@ __all__ = [
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
     "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
-    "NvbenchStopping", "Recipe", "DependencySpec", "RunnerKind", "SlurmClass", "SlurmSpec", "load_recipe", "parse_duration", "parse_recipe",
+    "NvbenchStopping", "Recipe", "DependencySpec", "RunnerKind", "SlurmClass", "SlurmSpec", "load_recipe", "member_label",
+    "parse_duration", "parse_member_label", "parse_recipe",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -201,6 +202,23 @@ class BenchmarkSpec:
         return [part.replace("{reps}", n) for part in self.command]
 
 
+_LABEL = re.compile(r"([^\[\]]+)\[([^\[\]=,\s]+=[^\[\]=,\s]+(?:,[^\[\]=,\s]+=[^\[\]=,\s]+)*)\]")
+
+
+def member_label(name: str, config: Sequence[tuple[str, str]]) -> str:
+    """A benchmark with its configuration, as results name a group's member: `gemm[gpu=H100]`."""
+    return name if not config else name + "[" + ",".join(f"{k}={v}" for k, v in config) + "]"
+
+
+def parse_member_label(text: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """(name, sorted pairs) of a member's label; None when `text` is not one (a plain name, a glob)."""
+    m = _LABEL.fullmatch(text)
+    if m is None:
+        return None
+    pairs = dict(tuple(p.split("=", 1)) for p in m[2].split(","))
+    return m[1], tuple(sorted(pairs.items()))
+
+
 @dataclass(frozen=True)
 class Recipe:
     path: Path
@@ -219,19 +237,44 @@ class Recipe:
         """The benchmarks `--benchmark` names, each a name or a glob (`'gemm_*'`, `'*'` for every
         one), in the order asked: a benchmark whose command prints `name value` lines stands for
         its members (its own name selects all of them). None given: `benchmark(None)`'s one. A
-        pattern that matches nothing is one ConfigError naming the known benchmarks."""
+        pattern that matches nothing is one ConfigError naming the known benchmarks. A member's
+        label, `name[key=value,...]` (`member_label`), selects that benchmark with those
+        configuration pairs added to its table's (the daemon hands a series' configuration on
+        so); the same benchmark under two configurations is two members."""
         if not patterns:
             return self._members(self.benchmark(None))
         known = {m.name: m for b in self.benchmarks for m in self._members(b)}
-        chosen: dict[str, BenchmarkSpec] = {}
+        chosen: dict[tuple[str, tuple[tuple[str, str], ...]], BenchmarkSpec] = {}
         for pattern in patterns:
+            labelled = parse_member_label(pattern)
+            if labelled is not None and labelled[0] in known:
+                m = self._configured(known[labelled[0]], labelled[1])
+                chosen[(m.name, m.config)] = m
+                continue
             parents = [m for b in self.benchmarks if fnmatchcase(b.name, pattern) for m in self._members(b)]
             hits = parents + [m for name, m in known.items() if fnmatchcase(name, pattern)]
             if not hits:
                 names = ", ".join(known)
                 raise ConfigError(self.path, "benchmark", f"no benchmark matches '{pattern}' (have: {names})")
-            chosen.update((m.name, m) for m in hits)
+            chosen.update(((m.name, m.config), m) for m in hits)
         return tuple(chosen.values())
+
+    def _configured(self, bench: BenchmarkSpec, pairs: tuple[tuple[str, str], ...]) -> BenchmarkSpec:
+        """`bench` with `pairs` added to its table's configuration; a key its table sets to
+        another value is one ConfigError (the table pins it)."""
+        own = dict(bench.config)
+        for key, value in pairs:
+            if own.get(key, value) != value:
+                raise ConfigError(
+                    self.path, "benchmark", f"'{member_label(bench.name, pairs)}': benchmark '{bench.name}' has {key}={own[key]}"
+                )
+        return replace(bench, config=tuple(sorted({**own, **dict(pairs)}.items())))
+
+    def label(self, bench: BenchmarkSpec) -> str:
+        """What selects `bench` again (`select`): its name, with the configuration pairs its
+        table does not set itself."""
+        table = next((m for b in self.benchmarks for m in self._members(b) if m.name == bench.name), bench)
+        return member_label(bench.name, tuple(p for p in bench.config if p not in table.config))
 
     @staticmethod
     def _members(bench: BenchmarkSpec) -> tuple[BenchmarkSpec, ...]:
