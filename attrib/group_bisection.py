@@ -4,8 +4,9 @@ a bisection of one takes (bisection.py), with what costs the machine time shared
   1. the preflight of every member, in shared rounds (one process per round for a runner that
      measures them all); a member that does not reproduce is reported so and drawn no further;
   2. the search of the range for every reproduced member at once (segment/group_search.py:
-     each build measured for every member still undecided, the shared-culprit prior, one
-     confirmation per position for the members that point there);
+     each build measured for the strongest undecided member, the others checked at the pair it
+     locates, the shared-culprit prior, one confirmation per position for the members that
+     point there);
   3. for each member, the rest of its bisection as a bisection of it alone takes it, from its
      first finding on (merges, the remaining-change rule, further culprits, the revert check):
      the single search's own rules, on the member's own evaluation, which holds every block

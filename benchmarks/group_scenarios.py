@@ -18,8 +18,11 @@ Strategies:
 
 Scoring, per member: exact = the culprits named for it equal its own planted culprits (none for
 a flat member: named nothing). Builds: distinct commits built for the whole group. Samples per
-member: the samples its own tests drew (`drawn`); with one process measuring every member, the
-machine's cost per member is the runs times 10 samples over the members (`share`).
+member: the samples its own tests drew (`drawn`: its records' samples, the preflight, blocks and
+confirmation); `vs separate` is the median over trials of the trial's median member against the
+separate bisections' median member, `member / itself alone` each member with a step against the
+same member's separate bisection (same history), its median and mean. With one process measuring
+every member, the machine's cost per member is the runs times 10 samples over the members (`share`).
 """
 
 from __future__ import annotations
@@ -170,8 +173,9 @@ def report(scores: list[TrialScore], families: list[GroupFamily], trials: int, s
         f"{seconds:.0f} s on this machine; noise 1 % per sample, min change {MIN_CHANGE:g} %, ignore_below {IGNORE:g} %).",
         "",
         "| family | strategy | exact per member | at the minimum | flat named | <= ignore named | builds (p50 / max; budget) "
-        "| over budget | drawn per member (p50) | vs separate | runs per trial (p50) | share per member (p50) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| over budget | drawn per member (p50) | vs separate | member / itself alone (p50, mean) | runs per trial (p50) "
+        "| share per member (p50) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in families:
         sep = by[(f.name, "separate")]
@@ -191,15 +195,25 @@ def report(scores: list[TrialScore], families: list[GroupFamily], trials: int, s
                 float(np.median([d / a for d, a in zip(drawn, sep_drawn, strict=True) if a])) if sep_drawn else math.nan
             )
             share = [s.runs * REPS / len(s.members) for s in rows]
+            paired = _paired(rows, sep)
             lines.append(
                 f"| {f.name} | {strategy} | {pct(sum(m.exact for m in members), len(members))} "
                 f"| {pct(sum(m.exact for m in at_min), len(at_min))} | {pct(sum(m.flat_named for m in flat), len(flat))} "
                 f"| {pct(sum(m.ignore_named for m in low), len(low))} | {np.median(builds):.0f} / {max(builds)}; "
                 f"{np.median(budgets):.0f} | {over}/{len(rows)} | {np.median(drawn):.0f} | {ratio:.2f}x "
-                f"| {np.median([s.runs for s in rows]):.0f} | {np.median(share):.0f} |"
+                f"| {np.median(paired):.2f}x, {np.mean(paired):.2f}x | {np.median([s.runs for s in rows]):.0f} | {np.median(share):.0f} |"
             )
         del real
     return "\n".join(lines)
+
+
+def _paired(rows: list[TrialScore], sep: list[TrialScore]) -> list[float]:
+    """Each member's draws over the same member's in its separate bisection (same trial, same
+    history), for every member with a step."""
+    out = []
+    for g, s in zip(rows, sep, strict=True):
+        out += [a.drawn / b.drawn for a, b in zip(g.members, s.members, strict=True) if a.step > 0 and b.drawn]
+    return out or [math.nan]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,10 +13,14 @@ own blocks alone), and two things join them:
   elsewhere overrules the group: the likelihood ratio its blocks reach grows without bound,
   the prior's odds are at most 1 + share * n / (1 - share).
 * One choice of what to measure. A build (or one more block of a built commit) is valued by
-  the expected information it gives summed over the members still undecided, per unit of
-  cost (a shared run measures every member at once: one process, one block each). Members
-  whose posterior holds one position are confirmed together: one paired confirmation of
-  culprit^ against culprit serves every member that points there, each with its own test.
+  the expected information it gives summed over the *scouts* (the strongest undecided member,
+  SCOUTS of them), per unit of cost, and measured for them alone: while members share a
+  culprit, one strong member's blocks locate it, and every other member's block of the same
+  build would say the same thing again. When a position is held, the followers that do not
+  rule it out with their own blocks are CHECKed there (one block of culprit^ and of culprit
+  each), and every member whose posterior then holds it joins one paired confirmation of
+  culprit^ against culprit, each with its own test. A follower whose step lies elsewhere holds
+  the pair at nothing after its check; it becomes a scout once the stronger members are decided.
 
 Nothing here builds, runs or prints: blocks and posteriors in, requests out. The loop that
 asks the evaluation stage is segment/group_search.py.
@@ -41,6 +45,8 @@ GROUP_SHARE = 0.5  # weight of the others' posteriors in a member's prior (the r
 JOIN_AT = 0.5  # a member holding a located position at least this much joins its confirmation
 MEMBER_BITS = 0.02  # a round measures a member only where its block is worth at least this (bits):
 # a member whose posterior already knows the side of a commit draws nothing there
+SCOUTS = 1  # undecided members the locating rounds measure (the strongest); the others follow
+CHECK_AT = 0.01  # a follower holding a located gap at least this much (shared prior) is measured there
 
 
 class GroupAction(StrEnum):
@@ -48,6 +54,7 @@ class GroupAction(StrEnum):
 
     MEASURE = "measure"  # one more block of a built commit, for every undecided member
     BUILD = "build"  # build a commit and measure its first block, for every undecided member
+    CHECK = "check"  # one block of culprit^ and of culprit for the followers listed: do they join?
     CONFIRM = "confirm"  # culprit^ vs culprit, in shared paired rounds, for the members listed
     ALONE = "alone"  # nothing the group can still tell: the members listed are searched alone
 
@@ -139,37 +146,28 @@ def next_group_request(
     builds_left: int | None = None,
     build_cost: float = DEFAULT_BUILD_COST,
     locate_at: float = DEFAULT_LOCATE_AT,
+    scouts: frozenset[Hashable] | None = None,
+    checked: frozenset[tuple[Hashable, int]] = frozenset(),
 ) -> GroupRequest:
     """The next request of a group's search over positions 0..n.
 
     CONFIRM as soon as any member's posterior holds one position at `locate_at`: every member
     holding that position at JOIN_AT or more joins the confirmation (those below `locate_at`,
     or located with fewer than MIN_LOCATE_DOF degrees of freedom, provisionally: the culprit
-    stands for them only if their posterior holds it with the confirmation's blocks). Else the
-    MEASURE or BUILD with the most bits summed over the members per unit of cost, for the
-    members its block is worth MEMBER_BITS to (the others know its side already); ALONE for
-    every member when nothing is worth anything (the driver searches them one by one, with
-    the single search's own rules), or when builds are spent."""
+    stands for them only if their posterior holds it with the confirmation's blocks). Before
+    it, CHECK the members that have no block of the pair and do not rule the gap out (hold it
+    at CHECK_AT or more): one block of each side tells whether they join. Else the MEASURE or
+    BUILD with the most bits summed over the `scouts` (every member when None, or when the
+    scouts have nothing left to learn) per unit of cost, for those its block is worth
+    MEMBER_BITS to (the others know its side already); ALONE for every member when nothing is
+    worth anything (the driver searches them one by one, with the single search's own rules),
+    or when builds are spent. `checked`: (member, position) pairs checked already (a check
+    whose run failed is not asked again)."""
     if not members:
         return GroupRequest(GroupAction.ALONE)
-    best: tuple[float, int, tuple[int, tuple[int, ...]]] | None = None
-    for view in members.values():
-        hit = located(view.post, unbuildable, locate_at)
-        if hit is not None:
-            held = _held(view.post, hit)
-            if best is None or held > best[0]:
-                best = (held, 0, hit)
-    if best is not None:
-        k, amb = best[2]
-        last = (amb[0] - 1) if amb else k - 1
-        while last > 0 and last in unbuildable:
-            last -= 1
-        joined = [m for m, v in members.items() if _held(v.post, (k, amb)) >= JOIN_AT]
-        provisional = tuple(
-            m for m in joined
-            if _held(members[m].post, (k, amb)) < locate_at or members[m].post.dof < MIN_LOCATE_DOF
-        )  # fmt: skip
-        return GroupRequest(GroupAction.CONFIRM, k, last, amb, tuple(joined), provisional=provisional)
+    located_at = _located(members, unbuildable, locate_at)
+    if located_at is not None:
+        return _join(members, unbuildable, locate_at, checked, *located_at)
     measured = built | frozenset(p for v in members.values() for p, b in v.blocks.items() if len(b))
     open_ = [j for j in range(1, n) if j not in unbuildable]
     no_builds = builds_left is not None and builds_left <= 0
@@ -177,11 +175,68 @@ def next_group_request(
         open_ = [j for j in open_ if j in measured]
     if not open_:
         return GroupRequest(GroupAction.ALONE, members=tuple(members))
+    pool = {m: v for m, v in members.items() if scouts is None or m in scouts}
+    req = _most_bits(pool, open_, measured, unbuildable, builds_left, build_cost) if pool else None
+    if req is None and len(pool) < len(members):  # the scouts know their sides: everyone, as before
+        req = _most_bits(members, open_, measured, unbuildable, builds_left, build_cost)
+    return req or GroupRequest(GroupAction.ALONE, members=tuple(members))
+
+
+def _located(
+    members: Mapping[M, MemberView], unbuildable: frozenset[int], locate_at: float
+) -> tuple[int, tuple[int, ...]] | None:
+    """The position some member holds at `locate_at` (the one held most), with its ambiguous
+    unbuildable positions before it."""
+    best: tuple[float, tuple[int, tuple[int, ...]]] | None = None
+    for view in members.values():
+        hit = located(view.post, unbuildable, locate_at)
+        if hit is not None and (best is None or _held(view.post, hit) > best[0]):
+            best = (_held(view.post, hit), hit)
+    return None if best is None else best[1]
+
+
+def _join(
+    members: Mapping[M, MemberView],
+    unbuildable: frozenset[int],
+    locate_at: float,
+    checked: frozenset[tuple[Hashable, int]],
+    k: int,
+    amb: tuple[int, ...],
+) -> GroupRequest:
+    """CHECK the followers with no block of the located pair that may share it; then CONFIRM
+    it for every member holding it at JOIN_AT."""
+    last = (amb[0] - 1) if amb else k - 1
+    while last > 0 and last in unbuildable:
+        last -= 1
+    joined = [m for m, v in members.items() if _held(v.post, (k, amb)) >= JOIN_AT]
+    unseen = tuple(
+        m for m, v in members.items()
+        if m not in joined and (m, k) not in checked and not (v.blocks.get(k) and v.blocks.get(last))
+        and _held(v.post, (k, amb)) >= CHECK_AT
+    )  # fmt: skip
+    if unseen:
+        return GroupRequest(GroupAction.CHECK, k, last, amb, unseen)
+    provisional = tuple(
+        m for m in joined
+        if _held(members[m].post, (k, amb)) < locate_at or members[m].post.dof < MIN_LOCATE_DOF
+    )  # fmt: skip
+    return GroupRequest(GroupAction.CONFIRM, k, last, amb, tuple(joined), provisional=provisional)
+
+
+def _most_bits(
+    members: Mapping[M, MemberView],
+    open_: list[int],
+    measured: frozenset[int],
+    unbuildable: frozenset[int],
+    builds_left: int | None,
+    build_cost: float,
+) -> GroupRequest | None:
+    """The MEASURE or BUILD with the most bits summed over `members` per unit of cost; None
+    when nothing is worth anything to them."""
     bits = {m: _bits(view, open_) for m, view in members.items()}
     value = sum(bits.values(), np.zeros(len(open_)))
     counts = {p: 1 for p in measured}
-    posts = list(members.values())
-    price = build_cost * max(build_price(v.post, counts, builds_left) for v in posts)
+    price = build_cost * max(build_price(v.post, counts, builds_left) for v in members.values())
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     cost = np.array(
         [1.0 if j in measured else price * (1.0 + 2.0 / d if d else 1.0) for j, d in zip(open_, near, strict=True)]
@@ -189,12 +244,25 @@ def next_group_request(
     value = value / cost
     i = int(np.argmax(value))
     if value[i] <= 1e-9:
-        return GroupRequest(GroupAction.ALONE, members=tuple(members))
+        return None
     j = open_[i]
     asked = tuple(m for m, b in bits.items() if b[i] >= MEMBER_BITS) or tuple(members)
     return GroupRequest(
         GroupAction.MEASURE if j in measured else GroupAction.BUILD, j, members=asked, value=float(value[i])
     )
+
+
+def scouts_of(members: Mapping[M, MemberView], kept: frozenset[Hashable], count: int = SCOUTS) -> frozenset[M]:
+    """The members the locating rounds measure: the undecided ones of `kept` (scouts so far,
+    whose blocks along the range the search already reads), filled up to `count` with the
+    strongest others (the step their own blocks show, in standard errors): a strong member
+    locates a shared step in the fewest blocks, and its followers borrow that position."""
+    keep = [m for m in members if m in kept]
+    rest = sorted(
+        (m for m in members if m not in kept),
+        key=lambda m: -abs(members[m].post.step) / max(members[m].post.step_se, 1e-12),
+    )
+    return frozenset([*keep, *rest][: max(count, len(keep))])
 
 
 def _held(post: Posterior, hit: tuple[int, tuple[int, ...]]) -> float:

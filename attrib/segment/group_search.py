@@ -4,12 +4,14 @@ Each member has its own evaluation (its own blocks, tests and verdicts) and its 
 `PosteriorSearch`, whose pieces this loop reuses: a member's blocks, read against its
 reference's in the same rounds, give its own posterior (core/posterior.py); core/group.py adds
 the shared-culprit prior and chooses the next build or block by the information summed over
-the members still undecided. A round measures the chosen commit for every undecided member
-(with a multi-benchmark runner, one process for all: evaluate/shared.py); a confirmation of
-culprit^ against culprit runs once, in shared paired rounds, for every member that points
-there, each member with its own test under the indifference zone, as a bisection of it alone
-confirms. A member is done when its culprit is confirmed (or its step is smaller than the
-minimum); it stops drawing samples then.
+the scouts (the strongest undecided member). A round measures the chosen commit for the scouts
+(with a multi-benchmark runner, one process for all: evaluate/shared.py); when a position is
+held, the followers that may share it draw one block of each side of the pair (CHECK), and a
+confirmation of culprit^ against culprit runs once, in shared paired rounds, for every member
+whose posterior holds it, each member with its own test under the indifference zone, as a
+bisection of it alone confirms (a follower's without the reference beside: its blocks there
+only hold the pair for it, they never steer the search). A member is done when its culprit is
+confirmed (or its step is smaller than the minimum); it stops drawing samples then.
 
 What the group cannot settle, a member searches alone: when the group has nothing left worth
 measuring, its build budget is spent, or a member's confirmations disagreed more than the
@@ -56,6 +58,8 @@ class GroupSearch:
         culprits: set[int] = set()
         cap = max(self.scopes[m].config.max_rounds for m in active) * (math.ceil(math.log2(n + 1)) + 2)
         spent = 0
+        scouts: frozenset[Any] = frozenset()
+        checked: set[tuple[Any, int]] = set()
         for m in active:
             self.searches[m].failures = {}
             self.scopes[m].evidence.adapt_blocks()
@@ -73,12 +77,22 @@ class GroupSearch:
             # (holds less than half at the culprits confirmed), else none more
             elsewhere = any(sum(views[m].post.probs[c] for c in culprits) < 0.5 for m in active)
             budget = build_budget(n) * (len(culprits) + (1 if elsewhere or not culprits else 0))
+            scouts = grouped.scouts_of(views, scouts)
             req = grouped.next_group_request(
                 n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
-                builds_left=budget - len(built),
+                builds_left=budget - len(built), scouts=scouts, checked=frozenset(checked),
             )  # fmt: skip
             if req.action is grouped.GroupAction.ALONE or spent >= cap:
                 break
+            if req.action is grouped.GroupAction.CHECK:
+                # the followers' own blocks of the pair the scouts located: whether they join its
+                # confirmation (their step is there) or rule it out
+                self.next_phase()
+                for m in req.members:
+                    self.searches[m].measure_round([positions[req.last_good], positions[req.position]], set())
+                    checked.add((m, req.position))
+                spent += 1
+                continue
             if req.action in (grouped.GroupAction.MEASURE, grouped.GroupAction.BUILD):
                 sha = positions[req.position]
                 fresh = {sha} if req.action is grouped.GroupAction.BUILD else set()
@@ -96,7 +110,9 @@ class GroupSearch:
                 continue
             self.next_phase()
             for m in req.members:
-                result = self._confirm(m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m])
+                result = self._confirm(
+                    m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m], m in scouts
+                )
                 if isinstance(result, Culprit):
                     culprits.add(req.position)
                 if result is not None:
@@ -126,6 +142,7 @@ class GroupSearch:
         prior: Any,
         unbuildable: set[int],
         retries: int,
+        scout: bool,
     ) -> Found | None:
         """One member's confirmation of the group's position, in the shared rounds of this phase,
         and what it means for that member, by the single search's rules (posterior_search.py)
@@ -135,7 +152,10 @@ class GroupSearch:
         n = len(positions) - 1
         k, last = req.position, req.last_good
         culprit, last_good = positions[k], positions[last]
-        paired = search.paired_confirmation(positions, k, last)
+        # a follower's confirmation runs without the reference beside: its posterior reads these
+        # blocks only to hold the pair (its one-step fit needs no round state to tell culprit^'s
+        # level from culprit's: they are paired), never to choose where the search goes next
+        paired = search.paired_confirmation(positions, k, last, beside=scout)
         if isinstance(paired, OutOfTime):
             return paired
         confirm, size = paired
