@@ -76,6 +76,7 @@ class GroupBisection:
         names (bisection.py)."""
         self.repo = repo
         self.method = method
+        self.deadline = deadline
         self._phase = next_phase
         shared = SharedBuilder(builder)
         self.members: dict[Member, Bisection] = {}
@@ -98,7 +99,7 @@ class GroupBisection:
             chain = first.candidates(list(first.order[1:]))
             if chain:
                 scopes = {m: self.members[m].scope for m in searched}
-                found = GroupSearch(scopes, self._phase).search(chain, good, searched)
+                found = GroupSearch(scopes, self._phase, scouting=self.deadline is None).search(chain, good, searched)
                 for m, f in found.items():
                     self.members[m].begin_with(f)
         outcomes = []

@@ -37,8 +37,11 @@ from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
 
 class GroupSearch:
-    def __init__(self, scopes: Mapping[Any, Scope], next_phase: Callable[[], None]) -> None:
+    def __init__(self, scopes: Mapping[Any, Scope], next_phase: Callable[[], None], scouting: bool = True) -> None:
+        """`scouting` False: every undecided member is measured at every build (the rule under
+        a deadline, so that each member keeps the range its own blocks prove when time ends)."""
         self.scopes = dict(scopes)
+        self.scouting = scouting
         # each member's own search pieces, at its own indifference zone (its recipe table's)
         self.searches = {
             m: PosteriorSearch(scope, min_change_shift(scope.bench.ignore_pct)) for m, scope in scopes.items()
@@ -77,7 +80,7 @@ class GroupSearch:
             # (holds less than half at the culprits confirmed), else none more
             elsewhere = any(sum(views[m].post.probs[c] for c in culprits) < 0.5 for m in active)
             budget = build_budget(n) * (len(culprits) + (1 if elsewhere or not culprits else 0))
-            scouts = grouped.scouts_of(views, scouts)
+            scouts = grouped.scouts_of(views, scouts) if self.scouting else frozenset(views)
             req = grouped.next_group_request(
                 n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
                 builds_left=budget - len(built), scouts=scouts, checked=frozenset(checked),
