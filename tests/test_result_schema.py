@@ -14,6 +14,7 @@ from conftest import run_cli
 from sim_results import simulated_result
 
 from attrib.codec import encode
+from attrib.core.detect import ChangeDirection
 from attrib.core.model import Cause, Direction, NoteKind, Purpose, UnresolvedCause, Verdict
 from attrib.errors import ResultFormatError
 from attrib.evaluate.executors.base import (
@@ -30,7 +31,7 @@ from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
 from attrib.report.markdown import render, resolve_text, why_text
 from attrib.result import RESULT_SCHEMA, BisectResult, CompareResult, dump, from_json, load_result
-from attrib.result.types import ExecutorInfo, TextCause, UnresolvedRange
+from attrib.result.types import DetectedChange, ExecutorInfo, TextCause, UnresolvedRange
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
 SCHEMA1_BISECTIONS = ("culprit", "inconclusive", "preflight-inconclusive", "demo-revert")
@@ -178,6 +179,19 @@ def test_a_compare_results_direction_is_parsed_on_reading_and_written_as_before(
     with pytest.raises(ResultFormatError) as info:
         from_json({**doc, "direction": "sideways"}, "c.json")
     assert str(info.value) == "c.json: field 'direction': expected one of lower, higher, got 'sideways'"
+
+
+def test_a_detected_change_point_reads_as_its_direction_and_refuses_any_other(results):
+    change = DetectedChange("demo", "k00", "a" * 40, "b" * 40, ChangeDirection.REGRESSION, 5.1, (4.0, 6.2), 1e-4, "http://x/series")
+    result = replace(results["culprit"], detected=(change,))
+    doc = json.loads(dump(result))
+    assert doc["detected"][0]["direction"] == "regression"  # written as before: the value
+    again = from_json(doc)
+    assert again == result and again.detected[0].direction is ChangeDirection.REGRESSION
+    doc["detected"][0]["direction"] = "sideways"
+    with pytest.raises(ResultFormatError) as info:
+        from_json(doc, "r.json")
+    assert "r.json: field 'detected[0].direction': expected one of " in str(info.value) and "'sideways'" in str(info.value)
 
 
 def _settings():

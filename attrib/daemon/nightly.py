@@ -168,7 +168,7 @@ class Nightly:
             if rule is not None and rule.recipe not in jobs:
                 jobs[rule.recipe] = self._jobs(rule, repo_path, pos)
             covered = jobs[rule.recipe].covering(jobs[rule.recipe].member(rule, s)) if rule else []
-            regression = c.direction == ChangeDirection.REGRESSION.value
+            regression = c.direction is ChangeDirection.REGRESSION
             d = decide(project, s.benchmark, regression, span, covered, 0)  # the day's limit: per group, below
             if d.state is FlagState.QUEUED:
                 to_queue.append((s, c, span, d))
@@ -350,7 +350,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
         commits, values = drawn[c.series_id]
         at = commits.index(c.after) if c.after in commits else None
         out.append(DetectedChange(
-            series[c.series_id].project, series[c.series_id].label, c.before, c.after, str(c.direction),
+            series[c.series_id].project, series[c.series_id].label, c.before, c.after, c.direction,
             c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series?project={series[c.series_id].project}&page={pages[c.series_id]}#change-{c.id}",
             tuple(values), at,
         ))  # fmt: skip

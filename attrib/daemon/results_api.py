@@ -37,6 +37,7 @@ from attrib.gitrepo import is_git_url
 from attrib.history.order import GitLine, ordered
 from attrib.history.plot import Mark, series_svg
 from attrib.history.projects import ProjectConfig
+from attrib.core.detect import ChangeDirection
 from attrib.history.store import Change, FlagState, Series
 
 _SVG_RE = re.compile(r"^([0-9]{1,12})\.svg$")
@@ -116,8 +117,8 @@ def _marks(changes: list[Change], index: dict[str, int]) -> list[Mark]:
         if c.after not in index:
             continue
         href = f"/v1/jobs/{c.job_id}/report" if c.job_id else f"#change-{c.id}"
-        label = f"{c.direction} {c.change_pct:+.2f} % [{c.ci_pct[0]:+.2f}, {c.ci_pct[1]:+.2f}] {c.before[:10]}..{c.after[:10]} ({c.flag.value})"
-        out.append(Mark(index[c.after], c.direction == "regression", label, href, index.get(c.recovered or "")))
+        label = f"{c.direction.value} {c.change_pct:+.2f} % [{c.ci_pct[0]:+.2f}, {c.ci_pct[1]:+.2f}] {c.before[:10]}..{c.after[:10]} ({c.flag.value})"
+        out.append(Mark(index[c.after], c.direction is ChangeDirection.REGRESSION, label, href, index.get(c.recovered or "")))
     return out
 
 
@@ -176,7 +177,7 @@ def _page(nightly: Nightly, settings: Settings, only: str | None = None, page: i
                     )
                     recovered = f", recovered at {e(c.recovered[:10])}" if c.recovered else ""
                     body.append(
-                        f'<tr id="change-{c.id}" class="change-row"><td>{e(c.direction)} {c.change_pct:+.2f} % '
+                        f'<tr id="change-{c.id}" class="change-row"><td>{e(c.direction.value)} {c.change_pct:+.2f} % '
                         f"[{c.ci_pct[0]:+.2f}, {c.ci_pct[1]:+.2f}]{recovered}</td>"
                         f"<td><code>{e(c.before[:10])}..{e(c.after[:10])}</code></td><td>{c.p_value:.2g}</td>"
                         f"<td>{e(c.flag.value)}</td><td>{job}</td></tr>"

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from attrib.core.blocks import BlockChoice
+from attrib.core.detect import ChangeDirection
 from attrib.core.model import (
     BuildHow,
     CacheServed,
@@ -361,7 +362,7 @@ class DetectedChange:
     series: str
     before: str
     after: str
-    direction: str
+    direction: ChangeDirection
     change_pct: float
     ci_pct: tuple[float, float]
     p_value: float
