@@ -20,7 +20,7 @@ rounds. A group of one is a `Bisection`, exactly as before.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -62,7 +62,7 @@ class GroupBisection:
         seed: int,
         events: Events | None = None,
         *,
-        next_phase: Callable[[], None] = lambda: None,
+        next_phase: Callable[[Collection[Member] | None], None] = lambda members: None,
         probes: int = 1,
         reverter: Reverter | None = None,
         paths: tuple[str, ...] = (),
@@ -71,8 +71,8 @@ class GroupBisection:
         method: SearchMethod = SearchMethod.POSTERIOR,
         dependencies: Dependencies | None = None,
     ) -> None:
-        """`next_phase`: called before each step taken for all members at once (each shared
-        process's SharedRuns.next_phase). `dependencies`: each member descends into a roll it
+        """`next_phase`: called before each step taken for all members at once, with the members
+        the step measures when it knows (each shared process's SharedRuns.next_phase). `dependencies`: each member descends into a roll it
         names (bisection.py)."""
         self.repo = repo
         self.method = method
@@ -91,7 +91,7 @@ class GroupBisection:
             )  # fmt: skip
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:
-        self._phase()
+        self._phase(None)
         pre = {m: b.start(good, bad) for m, b in self.members.items()}
         searched = [m for m, p in pre.items() if p.status is None]
         if self.method is SearchMethod.POSTERIOR and len(searched) > 1:
@@ -104,6 +104,6 @@ class GroupBisection:
                     self.members[m].begin_with(f)
         outcomes = []
         for m, b in self.members.items():
-            self._phase()
+            self._phase(None)
             outcomes.append((m, b.finish(good, bad, pre[m], verify_revert)))
         return GroupOutcome(good, bad, tuple(outcomes))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -313,7 +313,7 @@ def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bo
     return notes
 
 
-def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[dict[Member, MemberRun], Callable[[], None]]:
+def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[dict[Member, MemberRun], Callable[[Collection[Member] | None], None]]:
     """Each member's runner: members that one process can measure together (the `name value`
     lines of one command, or benchmarks of one Google Benchmark or NVBench binary with the same
     settings: runners/multi.py) share its run, one per round for all of them
@@ -351,9 +351,9 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
             executor = placed(tools.executor, p.recipe, b)
             members[m] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
 
-    def next_phase() -> None:
+    def next_phase(measuring: Collection[Member] | None) -> None:
         for runs in dict.fromkeys(shared.values()):
-            runs.next_phase()
+            runs.next_phase(None if measuring is None else {m.benchmark for m in measuring if shared.get(m) is runs})
 
     return members, next_phase
 

@@ -9,7 +9,7 @@ models are the shapes GPU and CPU timings really show (docs/statistics.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -291,7 +291,8 @@ class SimGroupRunner:
         self.clock = 0
         self.samples: dict[str, int] = dict.fromkeys(group.members, 0)
 
-    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+    def run_all(self, checkout: Path, names: Collection[str] | None = None) -> dict[str, RunResult]:
+        """Every member, whoever is still measuring (`names`), as a `name value` command does."""
         self.clock += 1
         if self.noise.fail_rate and self.rng.random() < self.noise.fail_rate:
             return {name: RunResult((), "exit 139: segmentation fault (simulated)", 0.0) for name in self.group.members}
@@ -339,7 +340,7 @@ def run_simulated_group(
     runner = SimGroupRunner(group, noise, seed, reps=reps)
     runs = SharedRuns(runner)
     driver = GroupBisection(
-        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=runs.next_phase,
+        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=lambda members: runs.next_phase(None if members is None else {m.benchmark for m in members}),
         deadline=deadline, clock=clock,
     )  # fmt: skip
     out = driver.run(group.first.good, group.first.bad)

@@ -101,12 +101,13 @@ def test_gbench_members_share_one_process_per_round_and_read_their_rows_as_alone
     assert process_key(mix) == process_key(small)  # timeouts differ: the process takes their sum
     executor = Counting()
     runs = SharedRuns(one_process(executor, (mix, small)))
+    views = {name: runs.view(name) for name in ("mix", "small")}  # as job.py makes them, before any run
     results = []
     for _ in range(3):  # three rounds of one checkout, each member asking in turn
         round_results = {}
         for name in ("mix", "small"):
             with runs.round_context(name)():
-                round_results[name] = runs.view(name).run(built)
+                round_results[name] = views[name].run(built)
         results.append(round_results)
     assert runs.runs == 3 and len(executor.calls) == 3  # one process per round serves both
     argv, res = executor.calls[0]
@@ -126,6 +127,35 @@ def test_gbench_members_share_one_process_per_round_and_read_their_rows_as_alone
     # and a real run of a member alone gives samples of the same size and scale
     alone = GbenchRunner(executor, small).run(built)
     assert len(alone.samples) == 4 and 0.2 < alone.samples[0] / results[0]["small"].samples[0] < 5
+
+
+@NO_GBENCH
+def test_a_run_measures_only_the_members_the_groups_step_measures(built, tmp_path):
+    """The preflight measures every member; a step of the group search says whom it measures
+    (a decided member, or one the step asks nothing of, costs the process nothing); a step
+    that does not say (each member's rest, one after another) measures the member that asks."""
+    mix, small = _gbench(tmp_path, MIX, SMALL)
+    executor = Counting()
+    runs = SharedRuns(one_process(executor, (mix, small)))
+    views = {name: runs.view(name) for name in ("mix", "small")}
+
+    def round_of(*names: str) -> None:
+        for name in names:
+            with runs.round_context(name)():
+                assert views[name].run(built).ok
+
+    runs.next_phase()  # the preflight
+    round_of("mix", "small")
+    runs.next_phase({"mix"})  # small is decided: the search measures mix alone
+    round_of("mix")
+    runs.next_phase({"mix", "small"})  # a confirmation both join
+    round_of("mix", "small")
+    runs.next_phase()  # the rest, member by member
+    round_of("small")
+    filters = [argv[-1].removeprefix("--benchmark_filter=") for argv in executor.measured()]
+    both = "(^BM_Mix/)|(^BM_MixSmall/)"
+    assert filters == [both, "(^BM_Mix/)", both, "(^BM_MixSmall/)"]
+    assert runs.runs == 4
 
 
 @NO_GBENCH
@@ -163,7 +193,7 @@ def test_settings_one_process_cannot_hold_make_a_member_run_alone(tmp_path):
     (negative,) = _gbench(tmp_path, {"name": "neg", "filter": "-BM_Fails"})
     assert process_key(negative) is None
     assert process_key(replace(mix, config=(("gpu", "H100"),))) != process_key(mix)  # another machine class
-    assert GbenchProcess(LocalExecutor(), _gbench(tmp_path, MIX, SMALL)).timeout_s == 90
+    assert GbenchProcess(LocalExecutor(), _gbench(tmp_path, MIX, SMALL)).timeout_s(["mix", "small"]) == 90
 
 
 # --- NVBench -------------------------------------------------------------------------------
@@ -203,10 +233,11 @@ def test_nvbench_members_share_one_process_and_get_exactly_their_samples_alone(t
     assert len({process_key(b) for b in specs}) == 1
     executor = Counting()
     runs = SharedRuns(one_process(executor, specs))
+    views = {b.name: runs.view(b.name) for b in specs}
     got = {}
     for b in specs:
         with runs.round_context(b.name)():
-            got[b.name] = runs.view(b.name).run(checkout)
+            got[b.name] = views[b.name].run(checkout)
     assert runs.runs == 1 and len(executor.calls) == 1
     argv = executor.calls[0][0]
     assert argv.count("-b") == 3 and argv.count("--min-samples") == 3  # each -b with its own options
@@ -323,5 +354,5 @@ def test_a_group_joins_the_members_one_process_can_measure_and_no_others(tmp_pat
     assert isinstance(reduce, CupyRunner) and isinstance(reduce.kernels, KernelSlot)
     assert copy.kernels.worker is reduce.kernels.worker and (copy.kernels.kernel, reduce.kernels.kernel) == (0, 1)
     assert isinstance(regs, CupyRunner) and not isinstance(regs.kernels, KernelSlot)  # a static metric: no worker
-    next_phase()
+    next_phase(None)
     assert shared["mix"].phase == shared["grid"].phase == 1

@@ -18,7 +18,7 @@ make the members' evaluations share what costs the machine time:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Protocol
@@ -28,9 +28,11 @@ from attrib.evaluate.runners import Runner, RunResult
 
 
 class MultiRunner(Protocol):
-    """One process, several benchmarks: each run's result per benchmark name."""
+    """One process, several benchmarks: each run's result per benchmark name. `names`: the
+    members still measuring, which a runner that can select (gbench, NVBench) limits the run
+    to; None: all. A runner may return more (a command prints every name it has)."""
 
-    def run_all(self, checkout: Path) -> Mapping[str, RunResult]: ...
+    def run_all(self, checkout: Path, names: Collection[str] | None = None) -> Mapping[str, RunResult]: ...
 
 
 class _Builds(Protocol):
@@ -66,12 +68,23 @@ class SharedRuns:
         self.runs = 0  # processes run: what the machine spent
         self._round: dict[str, int] = {}  # per member: its rounds in this phase
         self._cache: dict[tuple[int, str], Mapping[str, RunResult]] = {}
+        # Who a run measures (a runner that can select, gbench and NVBench, runs only those):
+        # the members the group's step measures when it says (`next_phase(measuring)`: a
+        # decided member, or one the step has nothing to ask of, costs the process nothing);
+        # every member until a step first says (the preflight); after that, in a step that
+        # does not say (each member's rest, one after another), the member that asks.
+        self._members: set[str] = set()
+        self._measuring: set[str] | None = None
+        self._told = False
 
-    def next_phase(self) -> None:
-        """A new step of the group: the members' rounds count from the start again."""
+    def next_phase(self, measuring: Collection[str] | None = None) -> None:
+        """A new step of the group: the members' rounds count from the start again.
+        `measuring`: the members this step measures, when the step knows (the group search)."""
         self.phase += 1
         self._round.clear()
         self._cache.clear()
+        self._measuring = None if measuring is None else set(measuring)
+        self._told = self._told or measuring is not None
 
     def round_context(self, name: str) -> Callable[[], AbstractContextManager[object]]:
         """What the member's evaluation enters around each of its rounds."""
@@ -86,12 +99,14 @@ class SharedRuns:
 
     def view(self, name: str) -> Runner:
         """The runner one member's evaluation measures with."""
+        self._members.add(name)
         return _MemberRunner(self, name)
 
     def run(self, name: str, checkout: Path) -> RunResult:
         key = (self._round.get(name, 0), str(checkout))
-        if key not in self._cache:
-            self._cache[key] = self.runner.run_all(checkout)
+        if name not in self._cache.get(key, {}):
+            told = self._measuring if self._measuring is not None else (set() if self._told else self._members)
+            self._cache[key] = {**self._cache.get(key, {}), **self.runner.run_all(checkout, told | {name})}
             self.runs += 1
         outputs = self._cache[key]
         if name in outputs:

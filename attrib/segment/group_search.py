@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from attrib.core import group as grouped
@@ -37,7 +37,9 @@ from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
 
 class GroupSearch:
-    def __init__(self, scopes: Mapping[Any, Scope], next_phase: Callable[[], None], scouting: bool = True) -> None:
+    def __init__(
+        self, scopes: Mapping[Any, Scope], next_phase: Callable[[Collection[Any] | None], None], scouting: bool = True
+    ) -> None:
         """`scouting` False: every undecided member is measured at every build (the rule under
         a deadline, so that each member keeps the range its own blocks prove when time ends)."""
         self.scopes = dict(scopes)
@@ -46,7 +48,8 @@ class GroupSearch:
         self.searches = {
             m: PosteriorSearch(scope, min_change_shift(scope.bench.ignore_pct)) for m, scope in scopes.items()
         }
-        self.next_phase = next_phase  # evaluate/shared.SharedRuns.next_phase: a step for all members
+        # a step for all members, and the ones it measures (evaluate/shared.SharedRuns.next_phase)
+        self.next_phase = next_phase
 
     def search(self, chain: list[str], reference: str, members: Sequence[Any]) -> dict[Any, Found]:
         """Each member's first finding in `chain` against `reference`; the members it leaves out
@@ -90,7 +93,7 @@ class GroupSearch:
             if req.action is grouped.GroupAction.CHECK:
                 # the followers' own blocks of the pair the scouts located: whether they join its
                 # confirmation (their step is there) or rule it out
-                self.next_phase()
+                self.next_phase(req.members)
                 for m in req.members:
                     self.searches[m].measure_round([positions[req.last_good], positions[req.position]], set())
                     checked.add((m, req.position))
@@ -99,7 +102,7 @@ class GroupSearch:
             if req.action in (grouped.GroupAction.MEASURE, grouped.GroupAction.BUILD):
                 sha = positions[req.position]
                 fresh = {sha} if req.action is grouped.GroupAction.BUILD else set()
-                self.next_phase()
+                self.next_phase(req.members)
                 lost = False
                 for m in req.members:
                     asked = [sha] if sha == reference else [sha, reference]
@@ -111,7 +114,7 @@ class GroupSearch:
                     for m in active:
                         self.searches[m].mark_inside_breaks(positions, unbuildable)
                 continue
-            self.next_phase()
+            self.next_phase(req.members)
             for m in req.members:
                 result = self._confirm(
                     m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m], m in scouts

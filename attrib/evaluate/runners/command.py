@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -86,9 +87,10 @@ class CommandRunner:
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
         return self._result(res, res.stdout)
 
-    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+    def run_all(self, checkout: Path, names: Collection[str] | None = None) -> dict[str, RunResult]:
         """One run of a command that prints `name value` lines (`names` in the recipe): a result
-        per name, each read as a plain command's output (evaluate/shared.py's MultiRunner)."""
+        per name, each read as a plain command's output (evaluate/shared.py's MultiRunner). The
+        command prints every name it has: `names` (those still measuring) cannot limit it."""
         res = self.executor.run(checkout, self.spec.argv(), self.spec.timeout_s)
         return {name: self._result(res, out) for name, out in split_named(res.stdout, self.spec.names).items()}
 

@@ -7,7 +7,9 @@ Members share a process when everything one process takes in common is the same
 the machine class), and for NVBench the stopping rule and the output option. One process is
 then asked for all of them: Google Benchmark with one `--benchmark_filter` that is the members'
 filters joined by `|`, NVBench with one `-b` (and its own axes and stopping options) per member.
-Its timeout is the sum of the members' own, the time they would have one after the other.
+Its timeout is the sum of the members' own, the time they would have one after the other. A
+run measures only the members still measuring (evaluate/shared.py says who): a decided
+member's benchmark stops costing the process.
 
 Each member's result is read from the shared output by the member's own runner
 (`GbenchRunner.result`, `NvbenchRunner.result`): the same parsing, unit conversion and checks as
@@ -25,11 +27,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from functools import cache
 from pathlib import Path
 
-from attrib.evaluate.executors import Executor, ProcessResult
+from attrib.evaluate.executors import Executor
 from attrib.evaluate.runners import Runner, RunResult
 from attrib.evaluate.runners.command import process_failure
 from attrib.evaluate.runners.gbench import GbenchRunner
@@ -65,23 +67,25 @@ class _OneProcess:
     ) -> None:
         self.executor = executor
         self.benches = tuple(benches)
-        self.timeout_s = sum(b.timeout_s for b in benches)
         self.alone: set[Path] = set()  # checkouts whose shared run failed: members run alone there
         self._solo = {b.name: solo(b) for b in benches}
 
-    def run_all(self, checkout: Path) -> dict[str, RunResult]:
+    def run_all(self, checkout: Path, names: Collection[str] | None = None) -> dict[str, RunResult]:
+        """One run for the members `names` (those still measuring; None: every member)."""
+        wanted = [b.name for b in self.benches if names is None or b.name in names]
         if checkout.resolve() not in self.alone:
-            shared = self._shared(checkout)
+            shared = self._shared(checkout, wanted)
             if shared is not None:
                 return shared
             self.alone.add(checkout.resolve())
-        return {name: runner.run(checkout) for name, runner in self._solo.items()}
+        return {name: self._solo[name].run(checkout) for name in wanted}
 
-    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
+    def _shared(self, checkout: Path, names: Sequence[str]) -> dict[str, RunResult] | None:
         raise NotImplementedError
 
-    def _failed(self, res: ProcessResult) -> bool:
-        return bool(process_failure(res, self.timeout_s))
+    def timeout_s(self, names: Sequence[str]) -> float:
+        """The members' own timeouts, one after the other."""
+        return sum(b.timeout_s for b in self.benches if b.name in names)
 
 
 class GbenchProcess(_OneProcess):
@@ -93,16 +97,19 @@ class GbenchProcess(_OneProcess):
         for reader in self.readers:
             reader.pattern = re.compile(reader.gbench.filter)  # the recipe checked it reads
 
-    def argv(self) -> list[str]:
-        return self.readers[0].argv("|".join(f"({r.gbench.filter})" for r in self.readers))
+    def argv(self, names: Sequence[str]) -> list[str]:
+        return self.readers[0].argv("|".join(f"({r.gbench.filter})" for r in self._reading(names)))
 
-    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
-        argv = self.argv()
-        res = self.executor.run(checkout, argv, self.timeout_s)
-        if self._failed(res):
+    def _reading(self, names: Sequence[str]) -> list[GbenchRunner]:
+        return [r for r in self.readers if r.spec.name in names]
+
+    def _shared(self, checkout: Path, names: Sequence[str]) -> dict[str, RunResult] | None:
+        argv, timeout_s = self.argv(names), self.timeout_s(names)
+        res = self.executor.run(checkout, argv, timeout_s)
+        if process_failure(res, timeout_s):
             return None
         listed = cache(lambda: self.readers[0].listed(checkout))  # asked once, and only if a filter selects none
-        return {r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed) for r in self.readers}
+        return {r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed) for r in self._reading(names)}
 
 
 class NvbenchProcess(_OneProcess):
@@ -112,22 +119,25 @@ class NvbenchProcess(_OneProcess):
         super().__init__(executor, benches, lambda b: NvbenchRunner(executor, b))
         self.readers = [NvbenchRunner(executor, b) for b in benches]
 
-    def argv(self, output: str) -> list[str]:
-        selections = [part for r in self.readers for part in r.selection()]
+    def argv(self, output: str, names: Sequence[str]) -> list[str]:
+        selections = [part for r in self._reading(names) for part in r.selection()]
         return [*self.benches[0].argv(), *selections, *self.readers[0].output_option(output)]
 
-    def _shared(self, checkout: Path) -> dict[str, RunResult] | None:
-        output = output_name()
+    def _reading(self, names: Sequence[str]) -> list[NvbenchRunner]:
+        return [r for r in self.readers if r.spec.name in names]
+
+    def _shared(self, checkout: Path, names: Sequence[str]) -> dict[str, RunResult] | None:
+        output, readers = output_name(), self._reading(names)
         try:
-            argv = self.argv(output)
-            res = self.executor.run(checkout, argv, self.timeout_s)
+            argv, timeout_s = self.argv(output, names), self.timeout_s(names)
+            res = self.executor.run(checkout, argv, timeout_s)
             path = checkout / output
-            if self._failed(res) or not path.is_file():
+            if process_failure(res, timeout_s) or not path.is_file():
                 return None
-            parts = split_entries(path.read_text(errors="replace"), [r.nv.benchmark for r in self.readers])
+            parts = split_entries(path.read_text(errors="replace"), [r.nv.benchmark for r in readers])
             return {
                 r.spec.name: r.result(part, output, res.stdout, res.duration_s, checkout)
-                for r, part in zip(self.readers, parts, strict=True)
+                for r, part in zip(readers, parts, strict=True)
             }
         finally:
             remove_output(checkout, output)
