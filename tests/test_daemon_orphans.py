@@ -12,8 +12,8 @@ says so in a file the test reads."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import sqlite3
 import subprocess

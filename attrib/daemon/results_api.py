@@ -26,6 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from attrib.core.detect import ChangeDirection
 from attrib.daemon.answers import FiniteJSONResponse
 from attrib.daemon.auth import SignaturePolicy, Unauthorized, check_bearer, check_token, verify_signature
 from attrib.daemon.config import Settings
@@ -37,7 +38,6 @@ from attrib.gitrepo import is_git_url
 from attrib.history.order import GitLine, ordered
 from attrib.history.plot import Mark, series_svg
 from attrib.history.projects import ProjectConfig
-from attrib.core.detect import ChangeDirection
 from attrib.history.store import Change, FlagState, Series
 
 _SVG_RE = re.compile(r"^([0-9]{1,12})\.svg$")

@@ -5,6 +5,7 @@ Kept apart from the parsers so that gbench.py and nvbench.py read as the schema 
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 from typing import Any
@@ -56,26 +57,26 @@ class Reader:
             raise self.fail(key, f"expected a {'non-empty ' if not allow_empty else ''}string, got {_shown(v)}")
         return v
 
-    def int(self, key: str) -> int:
+    def int(self, key: builtins.str) -> builtins.int:
         v = self.raw(key)
         if type(v) is not int:
             raise self.fail(key, f"expected an integer, got {_shown(v)}")
         return v
 
-    def bool(self, key: str) -> bool:
+    def bool(self, key: builtins.str) -> builtins.bool:
         v = self.raw(key)
         if not isinstance(v, bool):
             raise self.fail(key, f"expected true or false, got {_shown(v)}")
         return v
 
-    def number(self, key: str) -> float:
+    def number(self, key: builtins.str) -> float:
         """A finite number (Google Benchmark writes NaN and Infinity bare; those fail here)."""
         v = self.raw(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise self.fail(key, f"expected a finite number, got {_shown(v)}")
         return float(v)
 
-    def list(self, key: str, *, null_is_empty: bool = False) -> list[Any]:
+    def list(self, key: builtins.str, *, null_is_empty: builtins.bool = False) -> builtins.list[Any]:
         v = self.raw(key)
         if v is None and null_is_empty:
             return []
@@ -83,10 +84,10 @@ class Reader:
             raise self.fail(key, f"expected a list, got {_shown(v)}")
         return v
 
-    def child(self, key: str, benchmark: str | None = None) -> Reader:
+    def child(self, key: builtins.str, benchmark: builtins.str | None = None) -> Reader:
         return Reader(self.source, self.benchmark if benchmark is None else benchmark, self._name(key), self.raw(key))
 
-    def item(self, key: str, index: int, node: Any, benchmark: str | None = None) -> Reader:
+    def item(self, key: builtins.str, index: builtins.int, node: Any, benchmark: builtins.str | None = None) -> Reader:
         b = self.benchmark if benchmark is None else benchmark
         return Reader(self.source, b, f"{self._name(key)}[{index}]", node)
 

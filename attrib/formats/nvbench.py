@@ -157,7 +157,7 @@ def _axis_shown(av: Reader, pow2: set[str]) -> str:
     if kind == "float64":
         return f"{number:.5g}"
     if name in pow2:
-        if number <= 0 or number & (number - 1):
+        if not isinstance(number, int) or number <= 0 or number & (number - 1):  # a float here would be a TypeError
             raise av.fail("value", f"{number} is not a power of two, but axis '{name}' is pow2")
         return f"2^{int(number).bit_length() - 1}"
     return str(number)
