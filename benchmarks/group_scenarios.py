@@ -104,10 +104,12 @@ def _score(step: float, truth: dict[int, float], named: tuple[str, ...]) -> Memb
     )
 
 
-def run_trial(family: GroupFamily, index: int, seed: int, strategy: str) -> TrialScore:
+def run_trial(family: GroupFamily, index: int, seed: int, strategy: str, spell: float = 0.0) -> TrialScore:
     n, steps = plant(family, index, seed)
     group = group_history(n, steps)
-    noise = NoiseModel(sigma=0.01)
+    # spells: the machine's state, shared by every member of a run, off by `spell` (%) for
+    # stretches of 12 runs, one stretch in three
+    noise = NoiseModel("spells", sigma=0.01, spell=math.log1p(spell / 100)) if spell else NoiseModel(sigma=0.01)
     trial_seed = zlib.crc32(f"{seed}/{family.name}/{index}/run".encode())
     t0 = time.perf_counter()
     scores: list[MemberScore] = []
@@ -146,14 +148,14 @@ def run_trial(family: GroupFamily, index: int, seed: int, strategy: str) -> Tria
     return TrialScore(family.name, strategy, n, tuple(scores), len(built), runs, time.perf_counter() - t0)
 
 
-def _task(args: tuple[str, int, int, str]) -> TrialScore:
-    name, index, seed, strategy = args
+def _task(args: tuple[str, int, int, str, float]) -> TrialScore:
+    name, index, seed, strategy, spell = args
     family = next(f for f in FAMILIES if f.name == name)
-    return run_trial(family, index, seed, strategy)
+    return run_trial(family, index, seed, strategy, spell)
 
 
-def run_all(families: list[GroupFamily], trials: int, seed: int, workers: int) -> list[TrialScore]:
-    tasks = [(f.name, i, seed, s) for f in families for i in range(trials) for s in STRATEGIES]
+def run_all(families: list[GroupFamily], trials: int, seed: int, workers: int, spell: float = 0.0) -> list[TrialScore]:
+    tasks = [(f.name, i, seed, s, spell) for f in families for i in range(trials) for s in STRATEGIES]
     if workers <= 1:
         return [_task(t) for t in tasks]
     with multiprocessing.Pool(workers) as pool:
@@ -164,13 +166,17 @@ def pct(k: int, n: int) -> str:
     return f"{100 * k / n:.1f} % ({k}/{n})" if n else "–"
 
 
-def report(scores: list[TrialScore], families: list[GroupFamily], trials: int, seed: int, seconds: float) -> str:
+def report(
+    scores: list[TrialScore], families: list[GroupFamily], trials: int, seed: int, seconds: float, spell: float = 0.0
+) -> str:
     by: dict[tuple[str, str], list[TrialScore]] = defaultdict(list)
     for s in scores:
         by[(s.family, s.strategy)].append(s)
     lines = [
-        f"`benchmarks/scenarios.py --groups --seed {seed} --trials {trials}` ({trials} trials per family and strategy, "
-        f"{seconds:.0f} s on this machine; noise 1 % per sample, min change {MIN_CHANGE:g} %, ignore_below {IGNORE:g} %).",
+        f"`benchmarks/scenarios.py --groups --seed {seed} --trials {trials}{f' --spell {spell:g}' if spell else ''}` "
+        f"({trials} trials per family and strategy, {seconds:.0f} s on this machine; noise 1 % per sample"
+        f"{f', spells of {spell:g} % for 12 runs in 36' if spell else ''}, min change {MIN_CHANGE:g} %, "
+        f"ignore_below {IGNORE:g} %).",
         "",
         "| family | strategy | exact per member | at the minimum | flat named | <= ignore named | builds (p50 / max; budget) "
         "| over budget | drawn per member (p50) | vs separate | member / itself alone (p50, mean) | runs per trial (p50) "
@@ -223,11 +229,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--family", action="append", default=None)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--spell",
+        type=float,
+        default=0.0,
+        help="the machine off by this %% for 12 runs in 36 (shared by a run's members)",
+    )
     args = ap.parse_args(argv)
     families = [f for f in FAMILIES if args.family is None or f.name in args.family]
     t0 = time.perf_counter()
-    scores = run_all(families, args.trials, args.seed, args.workers)
-    text = report(scores, families, args.trials, args.seed, time.perf_counter() - t0)
+    scores = run_all(families, args.trials, args.seed, args.workers, args.spell)
+    text = report(scores, families, args.trials, args.seed, time.perf_counter() - t0, args.spell)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

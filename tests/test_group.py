@@ -248,6 +248,7 @@ def test_a_budget_spent_inside_the_group_search_leaves_each_member_its_own_range
         assert own in ranges[name] and other not in ranges[name] and len(ranges[name]) <= 60, (name, ranges[name])
     assert len(ranges["a"]) < 60  # narrowed by the builds the group made (5 at seed 1)
 
+
 def test_the_locating_rounds_measure_the_scout_and_followers_are_checked_at_its_pair():
     at = [0, 8, 15, 16, 32, 64]
     scout = posterior(64, _blocks(64, 16, 0.05, 1, at, per=6), tau=0.0025)
@@ -258,7 +259,9 @@ def test_the_locating_rounds_measure_the_scout_and_followers_are_checked_at_its_
     own["d"] = posterior(64, elsewhere, tau=0.0025).probs
     priors = grouped.shared_prior(own)
     views = {"a": grouped.MemberView(scout, _blocks(64, 16, 0.05, 1, at, per=6))}
-    views |= {m: grouped.MemberView(grouped.with_prior(p, priors[m]), {0: [0.0], 64: [0.04]}) for m, p in followers.items()}
+    views |= {
+        m: grouped.MemberView(grouped.with_prior(p, priors[m]), {0: [0.0], 64: [0.04]}) for m, p in followers.items()
+    }
     views["d"] = grouped.MemberView(grouped.with_prior(posterior(64, elsewhere, tau=0.0025), priors["d"]), elsewhere)
     req = grouped.next_group_request(64, views, built=frozenset(at), scouts=frozenset({"a"}))
     assert req.action is grouped.GroupAction.CHECK and (req.position, req.last_good) == (16, 15)
@@ -289,11 +292,12 @@ def test_only_the_scouts_are_measured_while_the_group_locates():
     assert set(grouped.next_group_request(64, views, built=frozenset(at), builds_left=10).members) == set("abc")
 
 
-def test_a_weak_member_draws_about_half_of_its_bisection_alone_and_stays_exact():
-    # the weak member follows the strong ones: it draws its preflight, one block of each side of
-    # the pair they located, and its own confirmation there (no reference beside it); before, it
-    # drew a block at every build too, 0.9-1.0 times its bisection alone. Its own preflight
-    # (60-120 samples, as alone) is most of what varies from seed to seed.
+def test_a_weak_member_draws_well_under_its_bisection_alone_and_stays_exact():
+    # the weak member follows the strong ones: it draws its preflight, one round of each side of
+    # the pair they located (with the reference), and its own confirmation there; before, it
+    # drew a block at every build too, 0.9-1.06 times its bisection alone (350 of 330 at seed 1).
+    # Now 1580 of 2520 over the six seeds; its own preflight (60-120 samples, as alone) is most
+    # of what varies from seed to seed.
     drawn, alone_drawn = 0, 0
     for seed in range(1, 7):
         steps = {**{f"a{i}": {20: 5.0} for i in range(4)}, "weak": {20: 3.0}, "flat": {}}
@@ -306,6 +310,6 @@ def test_a_weak_member_draws_about_half_of_its_bisection_alone_and_stays_exact()
         assert out.builds <= math.ceil(math.log2(64)) + 4, seed
         alone = run_simulated(group.members["weak"], NoiseModel(sigma=SIGMA), seed + 4)
         assert alone.culprits == ("c020",)
-        assert weak.samples <= 0.7 * alone.samples, (seed, weak.samples, alone.samples)
+        assert weak.samples <= 0.85 * alone.samples, (seed, weak.samples, alone.samples)
         drawn, alone_drawn = drawn + weak.samples, alone_drawn + alone.samples
-    assert drawn <= 0.5 * alone_drawn, (drawn, alone_drawn)  # 1220 of 2520
+    assert drawn <= 0.7 * alone_drawn, (drawn, alone_drawn)

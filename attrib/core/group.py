@@ -18,9 +18,10 @@ own blocks alone), and two things join them:
   culprit, one strong member's blocks locate it, and every other member's block of the same
   build would say the same thing again. When a position is held, the followers that do not
   rule it out with their own blocks are CHECKed there (one block of culprit^ and of culprit
-  each), and every member whose posterior then holds it joins one paired confirmation of
-  culprit^ against culprit, each with its own test. A follower whose step lies elsewhere holds
-  the pair at nothing after its check; it becomes a scout once the stronger members are decided.
+  each, the reference in the round), and every member whose posterior then holds it (a checked
+  follower: whose check did not rule it out) joins one paired confirmation of culprit^ against
+  culprit, each with its own test. A follower whose step lies elsewhere holds the pair at
+  nothing after its check; it becomes a scout once the stronger members are decided.
 
 Nothing here builds, runs or prints: blocks and posteriors in, requests out. The loop that
 asks the evaluation stage is segment/group_search.py.
@@ -54,7 +55,7 @@ class GroupAction(StrEnum):
 
     MEASURE = "measure"  # one more block of a built commit, for every undecided member
     BUILD = "build"  # build a commit and measure its first block, for every undecided member
-    CHECK = "check"  # one block of culprit^ and of culprit for the followers listed: do they join?
+    CHECK = "check"  # a round of culprit^, culprit and the reference for the followers listed: do they join?
     CONFIRM = "confirm"  # culprit^ vs culprit, in shared paired rounds, for the members listed
     ALONE = "alone"  # nothing the group can still tell: the members listed are searched alone
 
@@ -152,7 +153,8 @@ def next_group_request(
     """The next request of a group's search over positions 0..n.
 
     CONFIRM as soon as any member's posterior holds one position at `locate_at`: every member
-    holding that position at JOIN_AT or more joins the confirmation (those below `locate_at`,
+    holding that position at JOIN_AT or more (CHECK_AT, once checked there) joins the
+    confirmation (those below `locate_at`,
     or located with fewer than MIN_LOCATE_DOF degrees of freedom, provisionally: the culprit
     stands for them only if their posterior holds it with the confirmation's blocks). Before
     it, CHECK the members that have no block of the pair and do not rule the gap out (hold it
@@ -208,7 +210,13 @@ def _join(
     last = (amb[0] - 1) if amb else k - 1
     while last > 0 and last in unbuildable:
         last -= 1
-    joined = [m for m, v in members.items() if _held(v.post, (k, amb)) >= JOIN_AT]
+    # a follower checked here joins unless its blocks rule the pair out: one block of each side
+    # (read against the reference's few blocks around it) may leave it short of JOIN_AT when the
+    # machine was off its level for a while, and its own confirmation decides anyway
+    joined = [
+        m for m, v in members.items()
+        if _held(v.post, (k, amb)) >= (CHECK_AT if (m, k) in checked else JOIN_AT)
+    ]  # fmt: skip
     unseen = tuple(
         m for m, v in members.items()
         if m not in joined and (m, k) not in checked and not (v.blocks.get(k) and v.blocks.get(last))

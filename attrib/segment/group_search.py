@@ -6,12 +6,12 @@ reference's in the same rounds, give its own posterior (core/posterior.py); core
 the shared-culprit prior and chooses the next build or block by the information summed over
 the scouts (the strongest undecided member). A round measures the chosen commit for the scouts
 (with a multi-benchmark runner, one process for all: evaluate/shared.py); when a position is
-held, the followers that may share it draw one block of each side of the pair (CHECK), and a
-confirmation of culprit^ against culprit runs once, in shared paired rounds, for every member
-whose posterior holds it, each member with its own test under the indifference zone, as a
-bisection of it alone confirms (a follower's without the reference beside: its blocks there
-only hold the pair for it, they never steer the search). A member is done when its culprit is
-confirmed (or its step is smaller than the minimum); it stops drawing samples then.
+held, the followers that may share it draw one round of each side of the pair with the
+reference (CHECK), and a confirmation of culprit^ against culprit runs once, in shared paired
+rounds, for every member whose posterior holds it (a checked follower: does not rule it out),
+each member with its own test under the indifference zone, as a bisection of it alone
+confirms. A member is done when its culprit is confirmed (or its step is smaller than the
+minimum); it stops drawing samples then.
 
 What the group cannot settle, a member searches alone: when the group has nothing left worth
 measuring, its build budget is spent, or a member's confirmations disagreed more than the
@@ -92,10 +92,14 @@ class GroupSearch:
                 break
             if req.action is grouped.GroupAction.CHECK:
                 # the followers' own blocks of the pair the scouts located: whether they join its
-                # confirmation (their step is there) or rule it out
+                # confirmation (their step is there) or rule it out; with the reference in the
+                # round, as every round of the search, so that a machine off its level for a
+                # while does not move both sides of the pair away from its ends
                 self.next_phase(req.members)
                 for m in req.members:
-                    self.searches[m].measure_round([positions[req.last_good], positions[req.position]], set())
+                    self.searches[m].measure_round(
+                        [positions[req.last_good], positions[req.position], reference], set()
+                    )
                     checked.add((m, req.position))
                 spent += 1
                 continue
@@ -116,9 +120,7 @@ class GroupSearch:
                 continue
             self.next_phase(req.members)
             for m in req.members:
-                result = self._confirm(
-                    m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m], m in scouts
-                )
+                result = self._confirm(m, positions, req, m in req.provisional, priors[m], unbuildable, retries[m])
                 if isinstance(result, Culprit):
                     culprits.add(req.position)
                 if result is not None:
@@ -148,7 +150,6 @@ class GroupSearch:
         prior: Any,
         unbuildable: set[int],
         retries: int,
-        scout: bool,
     ) -> Found | None:
         """One member's confirmation of the group's position, in the shared rounds of this phase,
         and what it means for that member, by the single search's rules (posterior_search.py)
@@ -158,10 +159,7 @@ class GroupSearch:
         n = len(positions) - 1
         k, last = req.position, req.last_good
         culprit, last_good = positions[k], positions[last]
-        # a follower's confirmation runs without the reference beside: its posterior reads these
-        # blocks only to hold the pair (its one-step fit needs no round state to tell culprit^'s
-        # level from culprit's: they are paired), never to choose where the search goes next
-        paired = search.paired_confirmation(positions, k, last, beside=scout)
+        paired = search.paired_confirmation(positions, k, last)
         if isinstance(paired, OutOfTime):
             return paired
         confirm, size = paired

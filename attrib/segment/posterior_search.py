@@ -186,12 +186,9 @@ class PosteriorSearch:
             last -= 1
         return k, last, tuple(range(last + 1, k))
 
-    def paired_confirmation(
-        self, positions: list[str], k: int, last: int, beside: bool = True
-    ) -> tuple[Comparison, float] | OutOfTime:
+    def paired_confirmation(self, positions: list[str], k: int, last: int) -> tuple[Comparison, float] | OutOfTime:
         """culprit^ against culprit, paired, and P(step >= the minimum) of it; OutOfTime when the
-        budget ended it. The group search's confirmations run through this too (`beside`
-        False: a follower's, without the reference beside, segment/group_search.py)."""
+        budget ended it. The group search's confirmations run through this too."""
         scope, ev = self.scope, self.scope.evidence
         culprit, last_good, reference = positions[k], positions[last], positions[0]
         # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
@@ -199,7 +196,7 @@ class PosteriorSearch:
         # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
         (confirm,) = ev.compare(
             [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
-            alongside=(ev.stand_in(reference),) if beside else (),
+            alongside=(ev.stand_in(reference),),
         )  # fmt: skip
         if confirm.rule is DecisionRule.BUDGET:
             return OutOfTime(last, k)
