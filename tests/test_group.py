@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -313,3 +314,24 @@ def test_a_weak_member_draws_well_under_its_bisection_alone_and_stays_exact():
         assert weak.samples <= 0.85 * alone.samples, (seed, weak.samples, alone.samples)
         drawn, alone_drawn = drawn + weak.samples, alone_drawn + alone.samples
     assert drawn <= 0.7 * alone_drawn, (drawn, alone_drawn)
+
+
+def test_a_checked_follower_joins_unless_its_check_ruled_the_pair_out():
+    at = [0, 8, 15, 16, 32, 64]
+    scout = posterior(64, _blocks(64, 16, 0.05, 1, at, per=6), tau=0.0025)
+
+    def follower(held: float) -> grouped.MemberView:
+        probs = [0.0] + [(1 - held) / 63] * 64
+        probs[16] = held
+        post = replace(scout, probs=tuple(probs), dof=4)
+        return grouped.MemberView(post, {0: [0.0], 15: [0.0], 16: [0.04], 64: [0.04]})
+
+    views = {"a": grouped.MemberView(scout, _blocks(64, 16, 0.05, 1, at, per=6))}
+    views |= {"moved": follower(0.2), "ruled_out": follower(0.001)}
+    kw = {"built": frozenset(at), "scouts": frozenset({"a"})}
+    req = grouped.next_group_request(64, views, **kw)
+    assert req.action is grouped.GroupAction.CONFIRM and set(req.members) == {"a"}  # both have blocks there
+    req = grouped.next_group_request(64, views, checked=frozenset({("moved", 16), ("ruled_out", 16)}), **kw)
+    # one block of each side, against a reference measured minutes before, may leave a follower
+    # short of JOIN_AT (a machine off its level): its own confirmation decides
+    assert set(req.members) == {"a", "moved"} and "moved" in req.provisional
