@@ -32,6 +32,7 @@ VARIANTS = {
     "sccache": 'cache = "sccache"\n',
     "incremental": 'incremental = true\nbuild_dir = "build"\n',
     "incremental-nocheck": 'incremental = true\nbuild_dir = "build"\ncache_check = false\n',
+    "both": 'cache = "ccache"\nincremental = true\nbuild_dir = "build"\n',
     "both-nocheck": 'cache = "ccache"\nincremental = true\nbuild_dir = "build"\ncache_check = false\n',
 }
 
@@ -40,7 +41,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", default="zlibng-1935")
     ap.add_argument("--variant", action="append", choices=tuple(VARIANTS))
-    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="plant.py's --out for a planted case")
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-build-cost"))
     ap.add_argument("--out", type=Path, default=HERE / "results" / "build-cost")
     ap.add_argument("--clock", choices=tuple(CLOCKS), default="cpu")
@@ -64,7 +65,7 @@ def main() -> int:
         rec["variants"][variant] = res
         print(
             f"{case.name} [{variant}]: {res.get('status')} named {[c[:10] for c in res.get('named', [])]}"
-            f" builds {res.get('builds')} build wall {res.get('build_s')} s served {res.get('cache_hits')}"
+            f" builds {res.get('builds')} build wall {res.get('build_s')} s (end check {res.get('build_check_s')} s) served {res.get('cache_hits')}"
             f" compiled {res.get('cache_misses')} total wall {res.get('wall_s')} s load {res['loadavg']}",
             flush=True,
         )
@@ -87,6 +88,7 @@ def _run(case, text: str, src: Path, root: Path) -> dict:
     doc = json.loads((root / "attrib.json").read_text()) if (root / "attrib.json").exists() else {}
     builds = [c["build"] for c in doc.get("commits", []) if c.get("build")]
     res["build_s"] = (doc.get("phase_times_s") or {}).get("build")
+    res["build_check_s"] = (doc.get("phase_times_s") or {}).get("build_check")
     res["cache_hits"] = sum(b.get("cache", {}).get("hits", 0) for b in builds)
     res["cache_misses"] = sum(b.get("cache", {}).get("misses", 0) for b in builds)
     res["artifacts"] = doc.get("artifacts", {})

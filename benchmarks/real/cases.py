@@ -102,9 +102,34 @@ CASES: tuple[Case, ...] = (
     ),
 )
 
+# Build cases (issue 31), not run by run.py: a regression planted in a real tree by plant.py,
+# which writes the mirror (`--mirrors /tmp/attrib-planted`); what they measure is the builds.
+PLANTED: tuple[Case, ...] = (
+    Case(
+        name="libgit2-planted",
+        mirror="libgit2-planted",
+        good="8c6fa0a66faaabc2955661944921b3089632822b",
+        bad="d33de3b1c60b4a0bc58520b8f919e57500141797",
+        culprits=("fda54a547ec6bcbf3418a4ba5d6ceaf897b7fbe6",),
+        also_named=(),
+        source="planted by benchmarks/real/plant.py in libgit2's last 48 first-parent commits before 0551dfd4a",
+        claim="git_hash_vec computes every digest twice: git_odb_hash of a 4 KiB blob about twice as slow",
+        workload="libgit2_odb_hash.c",
+        build=(
+            "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTS=OFF -DBUILD_CLI=OFF"
+            " -DBUILD_EXAMPLES=OFF -DUSE_HTTPS=OFF -DUSE_SSH=OFF -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF"
+            ' -DUSE_BUNDLED_ZLIB=ON -DREGEX_BACKEND=builtin "-DCMAKE_C_FLAGS=-ffile-prefix-map=$PWD=." >/dev/null',
+            "cmake --build build -j2 >/dev/null",
+            f"cc {CFLAGS} -Iinclude {{clock}} {{bench}} build/libgit2.a -lpthread -o attrib-bench",
+        ),
+        command=("./attrib-bench", "{reps}", "2000"),
+    ),
+)
+
 
 def by_name(name: str) -> Case:
-    for c in CASES:
+    for c in (*CASES, *PLANTED):
         if c.name == name:
             return c
-    raise SystemExit(f"unknown case {name!r}: expected one of {', '.join(c.name for c in CASES)}")
+    names = ", ".join(c.name for c in (*CASES, *PLANTED))
+    raise SystemExit(f"unknown case {name!r}: expected one of {names}")
