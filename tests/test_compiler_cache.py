@@ -62,8 +62,10 @@ def test_the_cache_keys_parse_and_bad_ones_name_the_key():
     r = _parse('cache = "ccache"\ncache_size = "2G"\n')
     assert r.build.cache is CompilerCache.CCACHE and r.build.cache_size == "2g" and r.build.cache_dir is None
     assert _parse("").build.cache is None  # a recipe without the keys builds as before
-    # the cache never changes a build's output: it is not part of the build key
-    assert r.build.cache_identity() == _parse("").build.cache_identity()
+    # the tool is part of the build key (ccache hands the compiler relative paths: see
+    # test_ccache_builds_are_never_mixed_with_builds_without_it); its size and place are not
+    assert r.build.cache_identity() != _parse("").build.cache_identity()
+    assert r.build.cache_identity() == _parse('cache = "ccache"\ncache_dir = "/elsewhere"\n').build.cache_identity()
     for extra, key in (
         ('cache = "buildcache"\n', "build.cache"),
         ('cache_size = "2g"\n', "build.cache_size"),
@@ -303,3 +305,59 @@ def test_the_range_ends_are_built_one_after_the_other_so_the_second_is_served(ma
     builds.build_all(mid)
     a, b = (spans[s] for s in mid)
     assert a[0] < b[1] and b[0] < a[1], spans  # overlapping
+
+
+CMAKE_TREE = {
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.13)\nproject(t C)\n"
+    "add_library(u STATIC src/u.c)\nadd_executable(bench src/main.c)\ntarget_link_libraries(bench u)\n",
+    # __FILE__ as an assert's message would have it: the source's path as the compiler was given it
+    "src/u.c": 'const char *where(void) { return __FILE__; }\n',
+    "src/main.c": '#include <stdio.h>\nconst char *where(void);\nint main(void) { puts(where()); return 0; }\n',
+}
+CMAKE_BUILD = (
+    'cmake -S . -B build "-DCMAKE_C_FLAGS=-ffile-prefix-map=$PWD=." >/dev/null',
+    "cmake --build build >/dev/null",
+    "cp build/bench bench",
+)
+
+
+@needs_ccache
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_ccache_builds_are_never_mixed_with_builds_without_it(tmp_path):
+    """An out-of-tree CMake build compiles sources by absolute path; ccache's base_dir (what lets
+    two checkouts share entries) rewrites them relative to the build dir, so __FILE__ is
+    `../src/u.c` with the cache and `./src/u.c` without (the recipe's prefix map): the same code,
+    another digest (libgit2's asserts, benchmarks/REAL.md). Within one setting a commit gives
+    one digest in every checkout, so same-binary verdicts hold; the two settings get other
+    build keys, so a record of one is never taken for the other."""
+    import subprocess
+
+    repo_dir = tmp_path / "repo"
+    for rel, text in CMAKE_TREE.items():
+        (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / rel).write_text(text)
+    git = ["git", "-C", str(repo_dir), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo_dir)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    commit = GitRepo(repo_dir).info("HEAD")
+    cache = str(tmp_path / "cache")
+
+    def build(name: str, **keys: object):
+        work = WorkDir((tmp_path / name).resolve())
+        spec_ = BuildSpec(commands=CMAKE_BUILD, artifacts=("bench",), **keys)  # type: ignore[arg-type]
+        builder = CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo_dir)), LocalExecutor(), spec_)
+        return builder.build(commit)
+
+    plain_a, plain_b = build("plain-a"), build("plain-b")
+    cached_a = build("cached-a", cache=CompilerCache.CCACHE, cache_dir=cache)
+    cached_b = build("cached-b", cache=CompilerCache.CCACHE, cache_dir=cache)
+    assert all(r.ok for r in (plain_a, plain_b, cached_a, cached_b)), [r.reason for r in (plain_a, cached_a)]
+    assert cached_b.cache.hits >= 2  # another checkout dir, served
+    assert plain_a.artifact == plain_b.artifact and cached_a.artifact == cached_b.artifact
+    assert plain_a.key != cached_a.key
+    ran = subprocess.run([str(Path(cached_a.checkout) / "bench")], capture_output=True, text=True, check=True)
+    plain_ran = subprocess.run([str(Path(plain_a.checkout) / "bench")], capture_output=True, text=True, check=True)
+    assert plain_ran.stdout.strip() == "./src/u.c"
+    # what the cache changed, as this ccache does it (relative to the object's build dir)
+    assert ran.stdout.strip().endswith("src/u.c") and ran.stdout.strip() != "./src/u.c"

@@ -161,8 +161,14 @@ class BuildSpec:
             del fields["targets"]  # keeps the keys of recipes without them
         if fields["prebuilt"] is None:
             del fields["prebuilt"]  # keeps the keys of recipes without one; an archive is another build
-        for name in ("cache", "cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):
-            del fields[name]  # a cache or a reused build dir gives the objects a clean build would
+        if fields["cache"] is None:
+            del fields["cache"]  # keeps the keys of recipes without one
+        # The tool is part of the key: ccache's base_dir, which lets two checkouts share entries,
+        # hands the compiler relative paths, so a build embedding __FILE__ (an assert's message)
+        # differs from one without the cache by those strings (libgit2: benchmarks/REAL.md).
+        # The same code, but not the same digest: builds of the two are never mixed.
+        for name in ("cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):
+            del fields[name]  # the cache's size and place, a reused build dir: the bytes a clean build gives
         blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 

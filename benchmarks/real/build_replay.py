@@ -11,8 +11,10 @@ commit with the variants interleaved (their order reversed at every commit), so 
 commit's builds ran within a minute of each other. Per variant: the builds' wall time
 (BuildRecord.duration_s), the CPU time of the build processes, what the compiler cache served,
 how each was built; with `cache_check` (on unless the variant turns it off) the culprit's two
-ends built again clean, as attrib does after a bisection, are timed and added; and whether
-every artifact digest equals the clean one.
+ends built again clean, as attrib does after a bisection, are timed and added (unless
+--no-end-check: then not measured); and whether every artifact digest equals the clean one.
+--no-warm-up drops the uncounted first build (for a tree whose builds take minutes, where the
+disk's first reads are a small part of one).
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ def main() -> int:
     ap.add_argument("--variant", action="append", choices=tuple(VARIANTS))
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-build-replay"))
     ap.add_argument("--out", type=Path, default=Path("/tmp/attrib-build-replay/replay.json"))
+    ap.add_argument("--no-warm-up", action="store_true", help="no uncounted first build (a tree whose builds take minutes)")
+    ap.add_argument(
+        "--no-end-check", action="store_true", help="the culprit's ends are not built again clean: the check is not measured"
+    )
     args = ap.parse_args()
     case = by_name(args.case)
     doc = json.loads((args.source / "attrib.json").read_text())
@@ -84,10 +90,10 @@ def main() -> int:
     }
     # one build not counted, in a work dir of its own: the first build of a run also pays for
     # reading the compiler and the sources from disk, which would weigh on whichever variant is first
-    warm = WorkDir((args.work / "warm-up").resolve())
-    CheckoutBuilder(warm, Mirror(warm.mirror, repo), LocalExecutor(), BuildSpec(commands=tuple(build_commands(case, "cpu")))).build(
-        repo.info(order[0])
-    )
+    if not args.no_warm_up:
+        warm = WorkDir((args.work / "warm-up").resolve())
+        plain = BuildSpec(commands=tuple(build_commands(case, "cpu")))
+        CheckoutBuilder(warm, Mirror(warm.mirror, repo), LocalExecutor(), plain).build(repo.info(order[0]))
     print(
         f"replaying {len(order)} builds of {args.case} ({', '.join(c[:8] for c in order)}); load {loadavg()}",
         flush=True,
@@ -111,7 +117,7 @@ def main() -> int:
     for name in names:  # what attrib does after the bisection: the culprit's ends built again clean
         row, builder = rows[name], builders[name]
         row["check_s"] = 0.0
-        for sha in ends:
+        for sha in [] if args.no_end_check else ends:
             info = repo.info(sha)
             cpu = children_cpu()
             differs, seconds = builder.differs_from_clean(info, builder.build(info))
