@@ -30,10 +30,6 @@ class LevelBuilder:
     path: str
     fixed: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def reuses_builds(self) -> bool:  # evaluate/twins.Builds.build_all: the first build alone
-        return self.builder.reuses_builds
-
     def build(self, commit: CommitInfo) -> BuildRecord:
         record = self.builder.build(self.base, {**self.fixed, self.path: commit.sha})
         return replace(record, commit=commit.sha, tree=commit.tree)

@@ -263,50 +263,6 @@ def test_slurm_builds_share_the_cache_dir_the_recipe_names(make_tree, tmp_path, 
     assert sorted(p.name for p in (shared / "stats").glob("*.log")) == sorted(f"{r.key}.log" for r in records)
 
 
-@needs_ccache
-def test_the_range_ends_are_built_one_after_the_other_so_the_second_is_served(make_tree, tmp_path):
-    """With builds as wide as two probes, the preflight's good and bad ends used to be built
-    together, both from a cold cache. A builder that reuses builds builds the first alone: the
-    second starts after it ended and is served what did not change between them."""
-    import threading
-    import time
-
-    from attrib.evaluate.accounts import Ledger
-    from attrib.evaluate.twins import Builds
-    from attrib.events import NullEvents
-
-    tree = make_tree(spec(commits=6, culprits=((3, 10),), broken=None, gpu_culprit=False))
-    repo = GitRepo(tree.path)
-    cached = _builder(tmp_path, tree.path, "c", cache=CompilerCache.CCACHE, cache_dir=str(tmp_path / "cache"))
-    cached.spec = replace(cached.spec, commands=(f"sleep 1 && {OBJECTS}",))
-    cached.step.spec = cached.spec
-    assert cached.reuses_builds and not _builder(tmp_path, tree.path, "p").reuses_builds
-    spans: dict[str, tuple[float, float]] = {}
-    lock = threading.Lock()
-
-    class Timed:
-        reuses_builds = True
-
-        def build(self, commit):
-            start = time.monotonic()
-            rec = cached.build(commit)
-            with lock:
-                spans[commit.sha] = (start, time.monotonic())
-            return rec
-
-    builds = Builds(Timed(), Ledger(repo, NullEvents()), NullEvents(), time.monotonic, lambda: None, build_width=2)
-    builds.build_all([tree.good, tree.bad])
-    assert spans[tree.bad][0] >= spans[tree.good][1], spans  # not together
-    good, bad = builds.ledger.tally(tree.good).build, builds.ledger.tally(tree.bad).build
-    assert good.cache.hits == 0 and bad.cache.hits >= 1, (good.cache, bad.cache)
-    # once a build is there, the rest go together as before
-    mid = repo.first_parent_chain(tree.good, tree.bad)[:2]
-    assert tree.bad not in mid
-    builds.build_all(mid)
-    a, b = (spans[s] for s in mid)
-    assert a[0] < b[1] and b[0] < a[1], spans  # overlapping
-
-
 CMAKE_TREE = {
     "CMakeLists.txt": "cmake_minimum_required(VERSION 3.13)\nproject(t C)\n"
     "add_library(u STATIC src/u.c)\nadd_executable(bench src/main.c)\ntarget_link_libraries(bench u)\n",

@@ -54,12 +54,6 @@ class CheckoutBuilder:
         self.step = BuildStep(executor, spec, cache_dir, incremental)
         self.fresh_builds = 0  # builds actually run by this process (not served from the cache)
 
-    @property
-    def reuses_builds(self) -> bool:
-        """Whether a build here may be served by an earlier one (a compiler cache, an incremental
-        tree): then building the range's two ends one after the other costs less than together."""
-        return self.step.cache is not None or self.step.incremental is not None
-
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
         tree, pins = self.checkouts.identity(commit.sha, commit.tree, overrides)
         blob = "\n".join([tree, *pins, self.spec.cache_identity(), self.executor.identity()])

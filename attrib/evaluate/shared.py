@@ -46,10 +46,6 @@ class SharedBuilder:
         self.builder = builder
         self._done: dict[str, BuildRecord] = {}
 
-    @property
-    def reuses_builds(self) -> bool:  # evaluate/twins.Builds.build_all: the first build alone
-        return bool(getattr(self.builder, "reuses_builds", False))
-
     def build(self, commit: CommitInfo) -> BuildRecord:
         if commit.sha not in self._done:
             self._done[commit.sha] = self.builder.build(commit)

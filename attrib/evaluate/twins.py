@@ -67,24 +67,14 @@ class Builds:
         return rec.build
 
     def build_all(self, shas: Sequence[str]) -> None:
-        """Build several commits, concurrently up to build_width (builds are independent).
-        A builder that reuses earlier builds (`reuses_builds`: a compiler cache, incremental
-        trees) builds the first of them alone while nothing is built yet (the preflight's good
-        end): built together, the range's two ends would both start cold."""
+        """Build several commits, concurrently up to build_width (builds are independent)."""
         todo = [s for s in dict.fromkeys(shas) if self.ledger.tally(s).build is None]
-        if len(todo) > 1 and self.build_width > 1 and self._cold():
-            self.build(todo.pop(0))
         if self.build_width > 1 and len(todo) > 1:
             with ThreadPoolExecutor(max_workers=self.build_width) as pool:
                 list(pool.map(self.build, todo))
         else:
             for sha in todo:
                 self.build(sha)
-
-    def _cold(self) -> bool:
-        """Whether the builder reuses earlier builds and has none of this evaluation's to reuse."""
-        reuses = bool(getattr(self.builder, "reuses_builds", False))
-        return reuses and not any(r.build is not None and r.build.ok for r in self.ledger.tallies.values())
 
     def artifact(self, sha: str) -> str | None:
         """What the commit's benchmark runs, by content: the build's declared artifacts, else
