@@ -4,7 +4,7 @@ attrib's real group bisection, against its peers, on simulated groups with known
     .venv/bin/python benchmarks/scenarios.py --groups --seed 1 --trials 20
     .venv/bin/python benchmarks/group_scenarios.py --seed 1 --trials 20 [--family NAME] [--out PATH]
 
-Each trial draws a linear history of 40..160 commits and plants each family's culprits at
+Each trial draws a linear history of 40..160 commits (1,000 in the family named so) and plants each family's culprits at
 random positions; every member is a benchmark of one process (`SimGroupRunner`: one run gives
 each member a 10-sample block, noise 1 % per sample in log space, the machine's state shared).
 The minimum change is 2 % (ignore_below 1 %, the default half).
@@ -51,6 +51,7 @@ class GroupFamily:
     name: str
     culprits: int  # distinct culprit commits planted
     members: tuple[tuple[int, float], ...]  # per member: (which culprit, 0-based; -1 flat) and its step in %
+    commits: int | None = None  # the history's length; None: 40..160 drawn per trial
 
 
 FAMILIES = (
@@ -64,6 +65,12 @@ FAMILIES = (
         "weakest at the minimum", 1, ((0, 8.0), (0, 6.0), (0, 5.0), (0, 4.0), (0, 3.0), (0, MIN_CHANGE), (0, IGNORE))
     ),
     GroupFamily("one member does not reproduce", 1, ((0, 5.0), (0, 5.0), (0, 4.0), (0, 4.0), (0, 3.0), (-1, 0.0))),
+    GroupFamily(
+        "N = 1,000: 24 members, 16 + 3 culprits",
+        2,
+        (*((0, 5.0),) * 16, *((1, 4.0),) * 3, *((-1, 0.0),) * 5),
+        commits=1000,
+    ),
 )
 STRATEGIES = ("group", "separate", "skia")
 
@@ -90,7 +97,7 @@ class TrialScore:
 
 def plant(family: GroupFamily, index: int, seed: int) -> tuple[int, dict[str, dict[int, float]]]:
     rng = np.random.default_rng(zlib.crc32(f"{seed}/{family.name}/{index}".encode()))
-    n = int(rng.integers(40, 161))
+    n = family.commits or int(rng.integers(40, 161))
     at = sorted(int(p) for p in rng.choice(np.arange(2, n - 1), size=family.culprits, replace=False))
     steps = {f"m{i:02d}": ({at[c]: pct} if c >= 0 else {}) for i, (c, pct) in enumerate(family.members)}
     return n, steps
