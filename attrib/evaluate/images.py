@@ -27,8 +27,13 @@ CPU_IMAGE = "attrib/cpu:latest"
 RECIPE_IMAGE_REPO = "attrib/recipe"
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-# The toolchain goes into the base itself, so building the images on top needs no network.
-BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates")
+# The toolchain goes into the base itself, so building the images on top needs no network;
+# ccache too, for recipes with [build] cache = "ccache" (issue 31).
+BASE_PACKAGES = ("gcc", "g++", "libc6-dev", "make", "python3", "git", "ca-certificates", "ccache")
+# What an image was made from, as labels: an image made from other packages or another base is
+# made again, not used as it is (`attrib images build` without --force).
+PACKAGES_LABEL = "attrib.packages"
+BASE_LABEL = "attrib.base"
 CONTAINERS_DIR = shipped_dir(Shipped.CONTAINERS)
 DEBOOTSTRAP_TIMEOUT_S = 1800
 
@@ -38,6 +43,18 @@ def _exists(client: docker.DockerClient, tag: str) -> str | None:
         return str(client.images.get(tag).id)
     except docker.errors.ImageNotFound:
         return None
+
+
+def _labels(client: docker.DockerClient, tag: str) -> dict[str, str]:
+    return dict(client.images.get(tag).labels or {})
+
+
+def stale(labels: dict[str, str], label: str, want: str) -> str | None:
+    """Why an image with `labels` is not what it would be made from now (None: it is)."""
+    have = labels.get(label)
+    if have == want:
+        return None
+    return f"it was made from {label} {have!r}, not {want!r}" if have else f"it has no {label} label (made by an older attrib)"
 
 
 def build_base(
@@ -50,9 +67,13 @@ def build_base(
 ) -> str:
     """debootstrap a minimal Debian with the toolchain into a folder and `docker import` it."""
     found = _exists(client, BASE_IMAGE)
-    if found and not force:
+    packages = ",".join(BASE_PACKAGES)
+    why = stale(_labels(client, BASE_IMAGE), PACKAGES_LABEL, packages) if found else None
+    if found and not force and why is None:
         log(f"{BASE_IMAGE} exists ({found[:19]}); --force rebuilds it")
         return found
+    if why is not None and not force:
+        log(f"{BASE_IMAGE} is made again: {why}")
     if shutil.which("debootstrap") is None:
         raise InputError("debootstrap is not installed; install it with `apt-get install debootstrap`")
     if os.geteuid() != 0:
@@ -61,7 +82,7 @@ def build_base(
         rootfs, tarball = Path(tmp) / "rootfs", Path(tmp) / "rootfs.tar"
         log(f"debootstrap {suite} from {mirror} into {rootfs} (a minute or two)")
         cmd = [
-            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+            "debootstrap", "--variant=minbase", f"--include={packages}",
             suite, str(rootfs), mirror,
         ]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
@@ -74,7 +95,11 @@ def build_base(
             str(tarball),
             repository=repo,
             tag=tag,
-            changes=["ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["/bin/sh"]'],
+            changes=[
+                "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                'CMD ["/bin/sh"]',
+                f"LABEL {PACKAGES_LABEL}={packages}",
+            ],
         )
     image_id = _exists(client, BASE_IMAGE)
     if image_id is None:
@@ -83,9 +108,17 @@ def build_base(
     return image_id
 
 
-def _build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str, log: Callable[[str], None]) -> str:
+def _build(
+    client: docker.DockerClient,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    log: Callable[[str], None],
+    labels: dict[str, str] | None = None,
+) -> str:
     try:
         image, _ = client.images.build(
+            labels=labels or {},
             path=str(context),
             dockerfile=dockerfile,
             tag=tag,
@@ -106,12 +139,16 @@ def _build(client: docker.DockerClient, context: Path, dockerfile: str, tag: str
 
 def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable[[str], None] = print) -> str:
     found = _exists(client, CPU_IMAGE)
-    if found and not force:
+    base = _exists(client, BASE_IMAGE) or ""  # a registry base (BASE=debian:...) leaves it empty
+    why = stale(_labels(client, CPU_IMAGE), BASE_LABEL, base) if found and base else None
+    if found and not force and why is None:
         log(f"{CPU_IMAGE} exists ({found[:19]}); --force rebuilds it")
         return found
+    if why is not None and not force:
+        log(f"{CPU_IMAGE} is made again: {why}")
     if not (CONTAINERS_DIR / "Dockerfile.cpu").is_file():
         raise InputError(f"{CONTAINERS_DIR / 'Dockerfile.cpu'}: not found (containers/ ships with attrib: reinstall it)")
-    return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log)
+    return _build(client, CONTAINERS_DIR, "Dockerfile.cpu", CPU_IMAGE, log, {BASE_LABEL: base} if base else None)
 
 
 def build_recipe_image(client: docker.DockerClient, dockerfile: Path, log: Callable[[str], None] = print) -> str:

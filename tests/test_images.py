@@ -1,0 +1,67 @@
+"""The images `attrib images build` makes (docs/recipes.md, "Containers"): what they carry, and
+that one made from other packages or another base is made again instead of used as it is.
+
+The real engine and the images .ci/run builds; skipped without them on a developer machine,
+failed in CI (CI=true)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from attrib.evaluate import images
+from attrib.evaluate.images import BASE_IMAGE, BASE_LABEL, BASE_PACKAGES, CPU_IMAGE, PACKAGES_LABEL, stale
+
+
+def test_an_image_is_stale_unless_its_label_says_what_it_would_be_made_from():
+    assert stale({PACKAGES_LABEL: "gcc,make"}, PACKAGES_LABEL, "gcc,make") is None
+    assert (
+        stale({PACKAGES_LABEL: "gcc"}, PACKAGES_LABEL, "gcc,make")
+        == "it was made from attrib.packages 'gcc', not 'gcc,make'"
+    )
+    assert stale({}, BASE_LABEL, "sha256:1") == "it has no attrib.base label (made by an older attrib)"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    docker = pytest.importorskip("docker")
+    from attrib.errors import InputError
+    from attrib.evaluate.executors.docker import connect
+
+    try:
+        client = connect()
+        client.images.get(CPU_IMAGE)
+    except (InputError, docker.errors.ImageNotFound) as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must provide a docker engine and {CPU_IMAGE}: {exc}")
+        pytest.skip(f"no docker engine or no {CPU_IMAGE} here: {exc}")
+    return client
+
+
+@pytest.mark.slow
+def test_the_images_say_what_they_were_made_from_and_carry_ccache(engine):
+    base = engine.images.get(BASE_IMAGE)
+    assert base.labels[PACKAGES_LABEL] == ",".join(BASE_PACKAGES)
+    assert engine.images.get(CPU_IMAGE).labels[BASE_LABEL] == base.id
+    out = engine.containers.run(CPU_IMAGE, ["ccache", "--version"], remove=True)
+    assert out.decode().startswith("ccache version"), out
+
+
+@pytest.mark.slow
+def test_a_cpu_image_made_on_another_base_is_made_again(engine, monkeypatch):
+    tag = f"attrib-test/cpu:{uuid.uuid4().hex[:12]}"  # never the shared attrib/cpu
+    monkeypatch.setattr(images, "CPU_IMAGE", tag)
+    said: list[str] = []
+    try:
+        old = images._build(
+            engine, images.CONTAINERS_DIR, "Dockerfile.cpu", tag, said.append, {BASE_LABEL: "sha256:gone"}
+        )
+        new = images.build_cpu(engine, log=said.append)
+        assert new != old and engine.images.get(tag).labels[BASE_LABEL] == engine.images.get(BASE_IMAGE).id
+        assert f"{tag} is made again: it was made from attrib.base 'sha256:gone', not 'sha256:" in "\n".join(said)
+        assert images.build_cpu(engine, log=said.append) == new  # now it is what it would be made from
+        assert said[-1] == f"{tag} exists ({new[:19]}); --force rebuilds it"
+    finally:
+        engine.images.remove(tag, force=True)
