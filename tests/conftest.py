@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -141,3 +142,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if why:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {why}"))
+
+
+def interruptible() -> None:
+    """A Popen preexec_fn: Ctrl-C does its default in the child, as at a terminal. A test run
+    started in the background of a non-interactive shell (`pytest &`) ignores SIGINT, a child
+    inherits that (POSIX), and attrib then rightly ignores the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

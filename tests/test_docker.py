@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import OneCulpritTree, assert_nothing_rebuilt, run_cli, spec
+from conftest import OneCulpritTree, assert_nothing_rebuilt, interruptible, run_cli, spec
 
 from attrib.demo import DEMO_RECIPE
 
@@ -135,7 +135,7 @@ def test_ctrl_c_leaves_no_container_behind(engine, make_tree, tmp_path):
         sys.executable, "-m", "attrib", "bisect", "--repo", str(tree.path), "--good", tree.good, "--bad", tree.bad,
         "--recipe", str(recipe), "--executor", "docker", "--workdir", str(tmp_path / "work"),
     ]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 120
         while not _leftovers(engine, tmp_path / "work") and time.monotonic() < deadline and proc.poll() is None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, spec
+from conftest import interruptible, run_cli, spec
 from test_daemon_e2e import _wait
 
 from attrib.demo import generate_tree
@@ -201,7 +201,7 @@ def test_ctrl_c_leaves_no_job_in_squeue(tmp_path: Path, during: str):
     recipe = _recipe(tmp_path / "r.toml", tmp_path / "where.log", build_extra=extra)
     proc = subprocess.Popen(
         _bisect_argv(tree, recipe, tmp_path / "work", tmp_path / "result.json", "--jobs", "2"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
     )  # fmt: skip
     try:
         kind = f"-{during}-"
