@@ -149,3 +149,22 @@ def interruptible() -> None:
     started in the background of a non-interactive shell (`pytest &`) ignores SIGINT, a child
     inherits that (POSIX), and attrib then rightly ignores the test's Ctrl-C."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The real Docker engine, with the attrib/cpu image `attrib images build` makes: skipped
+    without them on a developer machine, failed in CI (CI=true), where .ci/run provides both."""
+    docker = pytest.importorskip("docker")
+    from attrib.errors import InputError
+    from attrib.evaluate.executors.docker import connect
+    from attrib.evaluate.images import CPU_IMAGE
+
+    try:
+        client = connect()
+        client.images.get(CPU_IMAGE)
+    except (InputError, docker.errors.ImageNotFound) as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must provide a docker engine and {CPU_IMAGE}: {exc}")
+        pytest.skip(f"no docker engine or no {CPU_IMAGE} here: {exc}")
+    return client

@@ -23,22 +23,6 @@ pytestmark = pytest.mark.slow
 IMAGE = "attrib/cpu:latest"
 
 
-@pytest.fixture(scope="module")
-def engine():
-    docker = pytest.importorskip("docker")
-    from attrib.errors import InputError
-    from attrib.evaluate.executors.docker import connect
-
-    try:
-        client = connect()
-        client.images.get(IMAGE)
-    except (InputError, docker.errors.ImageNotFound) as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must provide a docker engine and {IMAGE}: {exc}")
-        pytest.skip(f"no docker engine or no {IMAGE} here: {exc}")
-    return client
-
-
 def _leftovers(client, workdir: Path) -> list[str]:
     """This test's containers still on the engine (other tests may run beside it)."""
     from attrib.evaluate.executors.docker import leftover_containers

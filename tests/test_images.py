@@ -6,7 +6,6 @@ failed in CI (CI=true)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
@@ -22,22 +21,6 @@ def test_an_image_is_stale_unless_its_label_says_what_it_would_be_made_from():
         == "it was made from attrib.packages 'gcc', not 'gcc,make'"
     )
     assert stale({}, BASE_LABEL, "sha256:1") == "it has no attrib.base label (made by an older attrib)"
-
-
-@pytest.fixture(scope="module")
-def engine():
-    docker = pytest.importorskip("docker")
-    from attrib.errors import InputError
-    from attrib.evaluate.executors.docker import connect
-
-    try:
-        client = connect()
-        client.images.get(CPU_IMAGE)
-    except (InputError, docker.errors.ImageNotFound) as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must provide a docker engine and {CPU_IMAGE}: {exc}")
-        pytest.skip(f"no docker engine or no {CPU_IMAGE} here: {exc}")
-    return client
 
 
 @pytest.mark.slow
