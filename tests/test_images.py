@@ -6,6 +6,7 @@ failed in CI (CI=true)."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 import pytest
@@ -48,3 +49,37 @@ def test_a_cpu_image_made_on_another_base_is_made_again(engine, monkeypatch):
         assert said[-1] == f"{tag} exists ({new[:19]}); --force rebuilds it"
     finally:
         engine.images.remove(tag, force=True)
+
+
+@pytest.mark.slow
+def test_a_recipe_image_is_made_again_when_its_base_or_copied_files_change(engine, tmp_path):
+    """A recipe's [build].dockerfile image was tagged by the Dockerfile's text alone, so one
+    made on an older base (attrib/cpu made again) or with older COPY'd files was used as it was."""
+    base = f"attrib-test/base:{uuid.uuid4().hex[:12]}"
+    context = tmp_path / "recipe"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {base}\nCOPY tool.sh /usr/local/bin/tool.sh\n")
+    (context / "tool.sh").write_text("echo one\n")
+    said: list[str] = []
+    made: list[str] = []
+    try:
+        for label in ("one", "two"):  # the same base tag, made again with other content
+            (tmp_path / "base").mkdir(exist_ok=True)
+            (tmp_path / "base" / "Dockerfile").write_text(f"FROM {CPU_IMAGE}\nLABEL attrib.test={label}\n")
+            images._build(engine, tmp_path / "base", "Dockerfile", base, said.append)
+            tag = images.build_recipe_image(engine, context / "Dockerfile", said.append)
+            made.append(engine.images.get(tag).id)
+            if label == "one":
+                assert images.build_recipe_image(engine, context / "Dockerfile", said.append) == tag
+                assert engine.images.get(tag).id == made[0]  # unchanged: the same image, said nothing of
+                assert not said[-1].startswith(tag)
+        assert made[1] != made[0]
+        assert said[-1].startswith(f"{tag} made again (") and said[-1].endswith("its base or the files it copies changed")
+        (context / "tool.sh").write_text("echo two\n")
+        images.build_recipe_image(engine, context / "Dockerfile", said.append)
+        out = engine.containers.run(tag, ["sh", "/usr/local/bin/tool.sh"], remove=True, network_mode="none")
+        assert out.decode().strip() == "two"
+    finally:
+        tag = f"{images.RECIPE_IMAGE_REPO}:{hashlib.sha256((context / 'Dockerfile').read_bytes()).hexdigest()[:16]}"
+        for t in (tag, base):
+            engine.images.remove(t, force=True)

@@ -152,12 +152,19 @@ def build_cpu(client: docker.DockerClient, *, force: bool = False, log: Callable
 
 
 def build_recipe_image(client: docker.DockerClient, dockerfile: Path, log: Callable[[str], None] = print) -> str:
-    """The image of a recipe's [build].dockerfile, tagged by its content so edits rebuild it."""
+    """The image of a recipe's [build].dockerfile, tagged by its text. It is built at every run,
+    through the engine's layer cache: the cache knows the id its FROM resolves to and the
+    checksums of what it COPYs, so an image whose base was made again (`attrib images build`)
+    or whose copied files changed is made again, where a tag by the text alone kept the old one.
+    An unchanged one costs the context's upload and cache hits."""
     try:
         text = dockerfile.read_bytes()
     except OSError:
         raise InputError(f"{dockerfile}: Dockerfile named by build.dockerfile not found") from None
     tag = f"{RECIPE_IMAGE_REPO}:{hashlib.sha256(text).hexdigest()[:16]}"
-    if _exists(client, tag) is None:
-        _build(client, dockerfile.parent, dockerfile.name, tag, log)
+    before = _exists(client, tag)
+    said: list[str] = []
+    image_id = _build(client, dockerfile.parent, dockerfile.name, tag, said.append)
+    if image_id != before:  # an unchanged image is said nothing of, as before
+        log(f"{tag} made again ({image_id[:19]}): its base or the files it copies changed" if before else said[-1])
     return tag
