@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "shared data and edges",
         ("attrib.events", "attrib.codec", "attrib.recipe", "attrib.formats", "attrib.suite", "attrib.shipped", "attrib.gitrepo",
-         "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http"),
+         "attrib.workdir", "attrib.fsutil", "attrib.sqlite", "attrib.http", "attrib.github_actions"),
     ),  # fmt: skip
     ("evaluate", ("attrib.evaluate",)),
     ("search", ("attrib.bisection", "attrib.group_bisection", "attrib.outcome", "attrib.segment", "attrib.simulation")),

@@ -1,7 +1,8 @@
 """The flag of a failed GitHub workflow run: its `attrib-flag` artifact, a zip of one flag.json.
 
 GitHub puts no job output into workflow_run payloads, so the failing job uploads the flag as an
-artifact (docs/daemon.md) and the daemon fetches it with the REST API:
+artifact (docs/daemon.md) and the daemon fetches it with the REST API (attrib/github_actions.py,
+shared with the build's prebuilt artifacts):
 
   GET {api}/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts?name=attrib-flag
   GET {api}/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip   -> 302 to a storage host
@@ -30,15 +31,13 @@ from typing import Any
 from attrib.daemon.flags import MAX_JSON_DEPTH, WorkflowRun
 from attrib.daemon.scan import json_depth
 from attrib.errors import FlagError, ResponseTooLarge, UpstreamError
+from attrib.github_actions import NEED, Actions, headers
 from attrib.http import HttpClient, Sleep
 
 ARTIFACT_NAME = "attrib-flag"
 MEMBER_NAME = "flag.json"
 MAX_ZIP_BYTES = 64 << 10  # a flag is a few hundred bytes; its zip a little more
 MAX_FLAG_BYTES = 64 << 10  # uncompressed: a zip bomb stops here
-MAX_PAGES = 5  # listing pages of 100 artifacts, when the server ignores ?name=
-NEED = "actions:read"
-API_VERSION = "2022-11-28"
 # One request: GitHub answers webhooks' callers in seconds, or it is having a bad day.
 REQUEST_TIMEOUT_S = 10.0
 ATTEMPTS = 3
@@ -56,7 +55,7 @@ def client(api_url: str, token: str, repo: str, sleep: Sleep | None = None) -> H
     kw: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
     return HttpClient(
         api_url,
-        {"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": API_VERSION},
+        headers(token),
         target=f"github:{repo}",
         token_var=TOKEN_TEXT,
         error=UpstreamError,
@@ -73,42 +72,25 @@ def fetch_flag(run: WorkflowRun, api_url: str, token: str | None, sleep: Sleep |
     """The flag in `run`'s attrib-flag artifact, or None when the run has none."""
     if not token:
         raise UpstreamError(f"github:{run.repo}: no GitHub token: set github_token_file or GITHUB_TOKEN (it needs {NEED})")
-    http = client(api_url, token, run.repo, sleep)
+    actions = Actions(client(api_url, token, run.repo, sleep), run.repo)
     try:
-        artifact = _find_artifact(http, run)
+        artifact = _find_artifact(actions, run)
         if artifact is None:
             return None
-        data = http.download(f"/repos/{run.repo}/actions/artifacts/{artifact}/zip", need=NEED, max_bytes=MAX_ZIP_BYTES)
+        data = actions.download(artifact, MAX_ZIP_BYTES)
     except ResponseTooLarge:
         raise FlagError(ARTIFACT_NAME, f"the artifact's zip is larger than {MAX_ZIP_BYTES} bytes") from None
     return flag_from_zip(data)
 
 
-def _find_artifact(http: HttpClient, run: WorkflowRun) -> int | None:
+def _find_artifact(actions: Actions, run: WorkflowRun) -> int | None:
     """The id of the run's newest unexpired attrib-flag artifact (a re-run attempt adds one)."""
-    path = f"/repos/{run.repo}/actions/runs/{run.run_id}/artifacts"
-    found: dict[str, Any] | None = None
-    for page in range(1, MAX_PAGES + 1):
-        listing = http.request("GET", path, params={"name": ARTIFACT_NAME, "per_page": 100, "page": page}, need=NEED)
-        artifacts = listing.get("artifacts") if isinstance(listing, dict) else None
-        if not isinstance(artifacts, list):
-            raise UpstreamError(f"github:{run.repo}: GET {path}: expected an object with a list of artifacts")
-        for a in artifacts:
-            if not (isinstance(a, dict) and a.get("name") == ARTIFACT_NAME and not a.get("expired")):
-                continue
-            if isinstance(a.get("id"), bool) or not isinstance(a.get("id"), int) or a["id"] <= 0:
-                raise UpstreamError(f"github:{run.repo}: GET {path}: an artifact without an integer id")
-            if found is None or a["id"] > found["id"]:
-                found = a
-        if found is not None or len(artifacts) < 100:
-            break
+    found = next((a for a in actions.artifacts(run.run_id, ARTIFACT_NAME) if not a.expired), None)
     if found is None:
         return None
-    size = found.get("size_in_bytes")
-    if isinstance(size, int) and size > MAX_ZIP_BYTES:
-        raise FlagError(ARTIFACT_NAME, f"the artifact is {size} bytes; expected at most {MAX_ZIP_BYTES} (one small {MEMBER_NAME})")
-    artifact_id: int = found["id"]
-    return artifact_id
+    if found.size is not None and found.size > MAX_ZIP_BYTES:
+        raise FlagError(ARTIFACT_NAME, f"the artifact is {found.size} bytes; expected at most {MAX_ZIP_BYTES} (one small {MEMBER_NAME})")
+    return found.id
 
 
 def flag_from_zip(data: bytes) -> dict[str, Any]:
