@@ -34,6 +34,7 @@ from attrib.recipe.model import (
     GbenchSpec,
     NvbenchSpec,
     NvbenchStopping,
+    PrebuiltGithub,
     Recipe,
     RunnerKind,
     member_label,
@@ -55,7 +56,7 @@ __all__ = [
     "DEFAULT_GBENCH_UNIT", "DEFAULT_MEMORY", "DEFAULT_BISECT_MIN_CHANGE_PCT", "DEFAULT_NVBENCH_UNIT", "DEFAULT_REPS",
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
-    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
+    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "PrebuiltGithub", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
     "NvbenchStopping", "Recipe", "DependencySpec", "RunnerKind", "SlurmClass", "SlurmSpec", "load_recipe", "member_label",
     "parse_duration", "parse_member_label", "parse_recipe",
 ]

@@ -29,6 +29,8 @@ DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one
 DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has DEFAULT_DETECT_MIN_CHANGE_PCT)
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 DEFAULT_CACHE_SIZE = "5g"  # [build] cache_size: what the compiler cache may hold
+DEFAULT_GITHUB_API = "https://api.github.com"  # [build.prebuilt_github] api_url
+DEFAULT_GITHUB_TOKEN_ENV = "GITHUB_TOKEN"  # [build.prebuilt_github] token_env
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
 CUPY_MODES = ("cold", "hot")  # cold: L2 flushed before each timed launch (nvbench's default)
 # What ptxas reports about a compiled kernel that a recipe may bisect on (evaluate/gpu/metrics.py
@@ -119,6 +121,21 @@ class CupySpec:
 
 
 @dataclass(frozen=True)
+class PrebuiltGithub:
+    """[build.prebuilt_github]: a commit's build as a GitHub Actions artifact, uploaded by
+    `workflow`'s successful run of that commit (evaluate/prebuilt_github.py)."""
+
+    repo: str  # "owner/name"
+    workflow: str  # the workflow's file name ("build.yml") or its numeric id
+    artifact: str  # the artifact's name; {sha} in it becomes the commit
+    api_url: str = DEFAULT_GITHUB_API  # GitHub Enterprise: "https://ghe.example/api/v3"
+    token_env: str = DEFAULT_GITHUB_TOKEN_ENV  # the environment variable holding the token
+
+    def artifact_name(self, sha: str) -> str:
+        return self.artifact.replace("{sha}", sha)
+
+
+@dataclass(frozen=True)
 class BuildSpec:
     commands: tuple[str, ...]
     timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
@@ -143,6 +160,8 @@ class BuildSpec:
     # where a commit's build may already exist (evaluate/prebuilt.py): a URL or an absolute path
     # with {sha}; its archive replaces the build, and `<archive>.sha256` is checked when published
     prebuilt: str | None = None
+    # or a GitHub Actions artifact of the commit (evaluate/prebuilt_github.py); not with `prebuilt`
+    prebuilt_github: PrebuiltGithub | None = None
     # the build targets the benchmark needs: `{targets}` in a command becomes them, so that the
     # build compiles only those (cmake --build build --target {targets}; make {targets})
     targets: tuple[str, ...] = ()
@@ -161,6 +180,10 @@ class BuildSpec:
             del fields["targets"]  # keeps the keys of recipes without them
         if fields["prebuilt"] is None:
             del fields["prebuilt"]  # keeps the keys of recipes without one; an archive is another build
+        if fields["prebuilt_github"] is None:
+            del fields["prebuilt_github"]  # the same for a GitHub artifact: where it comes from is the key's
+        else:
+            del fields["prebuilt_github"]["token_env"]  # which credentials fetch it changes no byte of it
         if fields["cache"] is None:
             del fields["cache"]  # keeps the keys of recipes without one
         # The tool is part of the key: ccache's base_dir, which lets two checkouts share entries,

@@ -41,6 +41,8 @@ from attrib.recipe.model import (
     DEFAULT_BUILD_TIMEOUT_S,
     DEFAULT_CACHE_SIZE,
     DEFAULT_GBENCH_UNIT,
+    DEFAULT_GITHUB_API,
+    DEFAULT_GITHUB_TOKEN_ENV,
     DEFAULT_MEMORY,
     DEFAULT_NVBENCH_UNIT,
     DEFAULT_REPS,
@@ -58,6 +60,7 @@ from attrib.recipe.model import (
     GbenchSpec,
     NvbenchSpec,
     NvbenchStopping,
+    PrebuiltGithub,
     Recipe,
     RunnerKind,
 )
@@ -110,9 +113,19 @@ _BUILD: dict[str, tuple[Check, bool]] = {
         ),
         False,
     ),
+    "prebuilt_github": (_table("a table [build.prebuilt_github] (repo, workflow, artifact)"), False),
     "build_dir": (_rule(str, relative_path, 'a directory relative to the checkout, such as "build"'), False),
     "cache_dir": (_rule(str, lambda v: v.startswith("/"), "an absolute path (on Slurm: a directory every node shares)"), False),
 }
+# an artifact's name may hold none of these (actions/upload-artifact refuses them)
+_ARTIFACT_NAME_BAD = set('":<>|*?\\/\r\n')
+_PREBUILT_GITHUB: dict[str, tuple[Check, bool]] = {
+    "repo": (_rule(str, lambda v: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+", v) is not None and not v.endswith((".", "/..")), 'a GitHub repository "owner/name", such as "acme/kernels"'), True),
+    "workflow": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*|[A-Za-z0-9_.-]+\.ya?ml", v) is not None, 'a workflow file name such as "build.yml", or its numeric id such as "161335"'), True),
+    "artifact": (_rule(str, lambda v: v != "" and not (_ARTIFACT_NAME_BAD & set(v)), 'an artifact name ({sha} becomes the commit), such as "bench-{sha}", without " : < > | * ? \\ / or line breaks'), True),
+    "api_url": (_rule(str, lambda v: re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", v) is not None, 'an http(s) URL of the GitHub API, such as "https://ghe.example/api/v3"'), False),
+    "token_env": (_rule(str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None, 'the name of an environment variable, such as "GITHUB_TOKEN"'), False),
+}  # fmt: skip
 _SEARCH: dict[str, tuple[Check, bool]] = {
     "paths": (
         _rule(
@@ -273,8 +286,10 @@ def _check_build(path: Path, build_t: dict[str, Any]) -> None:
     for key in ("cache_size", "cache_dir"):
         if key in build_t and "cache" not in build_t:
             raise ConfigError(path, f"build.{key}", 'only with build.cache ("ccache" or "sccache")')
-    if "cache_check" in build_t and not ({"cache", "prebuilt"} & set(build_t) or build_t.get("incremental")):
-        raise ConfigError(path, "build.cache_check", "only with build.cache, build.incremental or build.prebuilt: what it checks")
+    if "prebuilt" in build_t and "prebuilt_github" in build_t:
+        raise ConfigError(path, "build.prebuilt_github", "give either build.prebuilt (a path or URL) or build.prebuilt_github, not both")
+    if "cache_check" in build_t and not ({"cache", "prebuilt", "prebuilt_github"} & set(build_t) or build_t.get("incremental")):
+        raise ConfigError(path, "build.cache_check", "only with build.cache, build.incremental, build.prebuilt or build.prebuilt_github: what it checks")
     if "targets" in build_t and not any("{targets}" in c for c in build_t["commands"]):
         raise ConfigError(path, "build.targets", "no build command says where they go: put {targets} in one, such as \"cmake --build build --target {targets}\"")
     if build_t.get("incremental"):
@@ -339,7 +354,14 @@ def _parse_benchmark(path: Path, i: int, bench_t: Any, seen: set[str]) -> Benchm
     )
 
 
-def _build_spec(build_t: dict[str, Any]) -> BuildSpec:
+def _prebuilt_github(path: Path, table: Any) -> PrebuiltGithub:
+    t = _check_table(path, "build.prebuilt_github.", table, _PREBUILT_GITHUB)
+    return PrebuiltGithub(
+        t["repo"], t["workflow"], t["artifact"], t.get("api_url", DEFAULT_GITHUB_API).rstrip("/"), t.get("token_env", DEFAULT_GITHUB_TOKEN_ENV)
+    )
+
+
+def _build_spec(path: Path, build_t: dict[str, Any]) -> BuildSpec:
     return BuildSpec(
         commands=tuple(build_t["commands"]),
         timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
@@ -357,6 +379,7 @@ def _build_spec(build_t: dict[str, Any]) -> BuildSpec:
         incremental=bool(build_t.get("incremental", False)),
         build_dir=build_t.get("build_dir"),
         prebuilt=build_t.get("prebuilt"),
+        prebuilt_github=_prebuilt_github(path, build_t["prebuilt_github"]) if "prebuilt_github" in build_t else None,
         targets=tuple(build_t.get("targets", ())),
     )
 
@@ -379,7 +402,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         path=path,
         name=data["name"],
         description=data.get("description", ""),
-        build=_build_spec(build_t),
+        build=_build_spec(path, build_t),
         benchmarks=tuple(benches),
         slurm=slurm,
         search_paths=tuple(search_t.get("paths", ())),
