@@ -1,6 +1,8 @@
-"""What happens between a ready checkout and its artifacts: the recipe's build commands, run by
-the executor under the compiler cache the recipe asks for (evaluate/compiler_cache.py), in an
-incremental tree when the recipe allows one (evaluate/incremental.py), else in the checkout.
+"""What happens between a ready checkout and its artifacts: a prebuilt binary unpacked where the
+recipe names one and it is there (evaluate/prebuilt.py, evaluate/prebuilt_github.py), else the
+recipe's build commands, run by the executor under the compiler cache the recipe asks for
+(evaluate/compiler_cache.py), in an incremental tree when the recipe allows one
+(evaluate/incremental.py), else in the checkout.
 
 `BuildStep` is the one thing CheckoutBuilder (evaluate/builds.py) calls once the checkout is made;
 making the checkout (worktree, submodules) and the build key are the builder's. A cache that
@@ -20,7 +22,8 @@ from attrib.core.model import BuildHow, CacheServed
 from attrib.evaluate.compiler_cache import CompilerCacheUse
 from attrib.evaluate.executors import Executor
 from attrib.evaluate.incremental import IncrementalTrees
-from attrib.evaluate.prebuilt import PrebuiltArchives, Unpacked
+from attrib.evaluate.prebuilt import PrebuiltArchives, PrebuiltSource, Unpacked
+from attrib.evaluate.prebuilt_github import GithubArtifacts
 from attrib.recipe import BuildSpec
 
 
@@ -41,7 +44,7 @@ class BuildStep:
         self.spec = spec
         self.cache = CompilerCacheUse(spec, cache_dir, executor) if spec.cache and cache_dir else None
         self.incremental = incremental
-        self.prebuilt = PrebuiltArchives(spec.prebuilt, spec.artifacts) if spec.prebuilt else None
+        self.prebuilt = prebuilt_source(spec)
 
     def build(self, sha: str, key: str, checkout: Path, log: TextIO, scratch: Path) -> StepResult:
         """`sha`'s artifacts in `checkout`: unpacked from its prebuilt archive when the recipe
@@ -117,6 +120,15 @@ class BuildStep:
                 log.write(f"\n# build failed: {reason}\n")
                 break
         return reason, total
+
+
+def prebuilt_source(spec: BuildSpec) -> PrebuiltSource | None:
+    """Where the recipe says a commit's build may already exist, if it does (at most one)."""
+    if spec.prebuilt:
+        return PrebuiltArchives(spec.prebuilt, spec.artifacts)
+    if spec.prebuilt_github is not None:
+        return GithubArtifacts(spec.prebuilt_github, spec.artifacts)
+    return None
 
 
 def _last(ran: list[StepResult], result: StepResult) -> str:

@@ -73,10 +73,11 @@ class CheckoutBuilder:
             return record
 
     def prebuilt_among(self, shas: list[str]) -> frozenset[str]:
-        """The commits whose prebuilt archive ([build] prebuilt) is there to fetch: what the
-        search may have for an unpacking instead of a build (none without the key)."""
-        archives = self.step.prebuilt
-        return frozenset(s for s in shas if archives.exists(s)) if archives is not None else frozenset()
+        """The commits whose prebuilt binary ([build] prebuilt, [build.prebuilt_github]) is there
+        to fetch: what the search may have for an unpacking instead of a build (none without
+        either key)."""
+        source = self.step.prebuilt
+        return source.among(shas) if source is not None else frozenset()
 
     def differs_from_clean(
         self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES
@@ -144,7 +145,7 @@ class CheckoutBuilder:
             if not reason and (overrides or self.checkouts.pinned):
                 # neither an incremental tree (moved by git alone: it would keep the pinned
                 # dependencies) nor an archive of the commit alone is this checkout
-                if self.spec.incremental or self.spec.prebuilt:
+                if self.spec.incremental or self.step.prebuilt is not None:
                     log.write("# built clean: its dependencies are checked out by attrib, not by git\n")
                 step = self.step.run(key, checkout, log)
             elif not reason:

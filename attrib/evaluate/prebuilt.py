@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import hashlib
 import io
+import lzma
 import shutil
 import tarfile
 import urllib.parse
+import zipfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
 from attrib.evaluate.artifacts import hash_artifacts
 from attrib.http import HttpClient
 
 MAX_ARCHIVE_BYTES = 2 << 30  # a prebuilt tree larger than this is built instead
+MAX_UNPACKED_BYTES = 8 << 30  # what its files may add up to once unpacked (a bomb stops here)
 DIGEST_SUFFIX = ".sha256"
+# what a broken archive raises while it is unpacked (tarfile, zipfile, their decompressors)
+UNPACK_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,46 @@ class Unpacked:
     checked: bool  # a published digest was there and matched
 
 
+class PrebuiltSource(Protocol):
+    """Where a commit's build may already exist: archives by path or URL (here), a GitHub
+    Actions artifact (evaluate/prebuilt_github.py)."""
+
+    def where(self, sha: str) -> str: ...
+
+    def among(self, shas: list[str]) -> frozenset[str]: ...
+
+    def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable: ...
+
+
+def unpack_tar(data: bytes, into: Path) -> None:
+    """A tar archive (any compression tarfile reads) unpacked into `into` with the "data" filter
+    (no absolute paths, no `..`, no links out, no devices); UNPACK_ERRORS otherwise."""
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        if sum(m.size for m in tar.getmembers()) > MAX_UNPACKED_BYTES:
+            raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
+        tar.extractall(into, filter="data")
+
+
+def install(label: str, fill: Callable[[Path], None], checkout: Path, scratch: Path, artifacts: tuple[str, ...]) -> Unusable | None:
+    """`fill` unpacks into the empty `scratch`, which must then hold every artifact glob; only
+    then is it copied into `checkout`. Why not, as one line starting with `label`."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        try:
+            fill(scratch)
+        except UNPACK_ERRORS as exc:
+            return Unusable(f"{label}: not an archive that unpacks ({type(exc).__name__}: {exc})")
+        if artifacts:
+            hashed = hash_artifacts(scratch, artifacts)
+            if isinstance(hashed, str):
+                return Unusable(f"{label}: {hashed}")
+        shutil.copytree(scratch, checkout, dirs_exist_ok=True, symlinks=True)
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 class PrebuiltArchives:
     def __init__(self, template: str, artifacts: tuple[str, ...], client: HttpClient | None = None) -> None:
         self.template = template
@@ -50,6 +98,10 @@ class PrebuiltArchives:
 
     def where(self, sha: str) -> str:
         return self.template.replace("{sha}", sha)
+
+    def among(self, shas: list[str]) -> frozenset[str]:
+        """The commits of `shas` whose archive is there (for the search's preference)."""
+        return frozenset(s for s in shas if self.exists(s))
 
     def exists(self, sha: str) -> bool:
         """Whether `sha`'s archive is there (a file; an HTTP HEAD answered 2xx), not whether it
@@ -78,22 +130,9 @@ class PrebuiltArchives:
             got = hashlib.sha256(archive).hexdigest()
             if want != got:
                 return Unusable(f"prebuilt {where}: sha256 {got[:12]}... but {where}{DIGEST_SUFFIX} says {want[:12] or 'nothing'}...")
-        shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir(parents=True)
-        try:
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(scratch, filter="data")
-        except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-            shutil.rmtree(scratch, ignore_errors=True)
-            return Unusable(f"prebuilt {where}: not an archive that unpacks ({type(exc).__name__}: {exc})")
-        if self.artifacts:
-            hashed = hash_artifacts(scratch, self.artifacts)
-            if isinstance(hashed, str):
-                shutil.rmtree(scratch, ignore_errors=True)
-                return Unusable(f"prebuilt {where}: {hashed}")
-        shutil.copytree(scratch, checkout, dirs_exist_ok=True, symlinks=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        return Unpacked(checked=bool(published))
+        label = f"prebuilt {where}"
+        bad = install(label, lambda into: unpack_tar(archive, into), checkout, scratch, self.artifacts)
+        return bad or Unpacked(checked=bool(published))
 
     def _read(self, where: str, missing_ok: bool) -> bytes | Unusable:
         """The bytes at `where`; b"" when it is missing and that is fine (a digest)."""
