@@ -241,12 +241,9 @@ def run_bisect(
                 reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, deadline=deadline,
                 method=p.recipe.search_method, dependencies=dependencies,
             ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
-            seen: dict[str, bool] = {}
+            checked = _cache_checks(tools.builder, [o for _, o in group.members], max(1, probes))
             outcome: Outcome | GroupOutcome = replace(
-                group,
-                members=tuple(
-                    (m, replace(o, notes=(*o.notes, *_cache_checks(tools.builder, o, seen)))) for m, o in group.members
-                ),
+                group, members=tuple((m, o) for (m, _), o in zip(group.members, checked, strict=True))
             )
         else:
             method = p.recipe.search_method
@@ -258,7 +255,7 @@ def run_bisect(
                 inside=stage.over, prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
             )  # fmt: skip
             single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
-            outcome = replace(single, notes=(*single.notes, *_cache_checks(tools.builder, single)))
+            outcome = _cache_checks(tools.builder, [single], max(1, probes))[0]
         executor_info = tools.executor.describe()
     ctx = RunContext(
         repo=p.repo.path,
@@ -290,27 +287,31 @@ def run_bisect(
     return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
 
 
-def _cache_checks(builder: CheckoutBuilder, outcome: Outcome, seen: dict[str, bool] | None = None) -> list[Note]:
+def _cache_checks(builder: CheckoutBuilder, outcomes: Sequence[Outcome], width: int) -> list[Outcome]:
     """Each culprit's two ends built again clean (a fresh checkout, nothing served from the
     compiler cache): the verdict that names a culprit rests on those two binaries, so a cache or
     an incremental tree that gave a wrong one there is said, never silent (a build per end the
     cache served or an incremental tree built; none for a clean build without a cache).
-    Those builds count in the run's build time, and apart as its `build_check`. `seen`: ends
-    already checked (a group's members share culprits: each end is built again once)."""
-    notes = []
-    seen = {} if seen is None else seen
-    ends = dict.fromkeys(sha for c in outcome.culprits for sha in (c.last_good, c.commit))
-    for sha in ends:
-        rec = outcome.commits.get(sha)
-        if rec is None or rec.build is None:
-            continue
-        if sha not in seen:
-            seen[sha], seconds = builder.differs_from_clean(rec.info, rec.build)
-            outcome.times.build_s += seconds
-            outcome.times.build_check_s += seconds
-        if seen[sha]:
-            notes.append(Note(NoteKind.CACHE_MISMATCH, (sha,)))
-    return notes
+    The ends are checked together, up to the run's build width (`width`, as the preflight builds
+    the range's ends), and a group's members' shared ends once. Those builds' wall time counts
+    in the run's build time, and apart as its `build_check` (on the first outcome with an end)."""
+    ends = {
+        sha: (rec.info, rec.build)
+        for o in outcomes
+        for c in o.culprits
+        for sha in (c.last_good, c.commit)
+        if (rec := o.commits.get(sha)) is not None and rec.build is not None
+    }
+    differs, seconds = builder.differ_from_clean(list(ends.values()), width)
+    checked = []
+    for o in outcomes:
+        mine = dict.fromkeys(sha for c in o.culprits for sha in (c.last_good, c.commit) if sha in ends)
+        if mine and seconds:
+            o.times.build_s += seconds
+            o.times.build_check_s += seconds
+            seconds = 0.0
+        checked.append(replace(o, notes=(*o.notes, *(Note(NoteKind.CACHE_MISMATCH, (sha,)) for sha in mine if differs[sha]))))
+    return checked
 
 
 def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[dict[Member, MemberRun], Callable[[Collection[Member] | None], None]]:

@@ -7,18 +7,22 @@ elsewhere.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 from conftest import spec
 
-from attrib.core.model import BuildHow
+from attrib.core.model import BuildHow, Note, NoteKind, Status
 from attrib.demo import DEMO_RECIPE
 from attrib.errors import ConfigError
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
+from attrib.evaluate.records import CommitRecord
 from attrib.gitrepo import GitRepo, Mirror
+from attrib.job import _cache_checks
+from attrib.outcome import Culprit, Outcome
 from attrib.recipe import BuildSpec, parse_recipe
 from attrib.workdir import WorkDir
 
@@ -115,3 +119,58 @@ def test_a_stale_incremental_tree_is_named_when_the_ends_are_checked(chain, tmp_
     assert stale.ok and stale.how is BuildHow.INCREMENTAL and _compiled(stale.log_path) == []
     differs, seconds = builder.differs_from_clean(culprit, stale)
     assert differs and seconds > 0
+
+
+def _bisected(commits, culprit, build) -> Outcome:
+    """An outcome naming `culprit` with the builds its ends got (what job.py's end check reads)."""
+    parent = culprit.parents[0]
+    records = {c.sha: CommitRecord(c, build(c)) for c in commits if c.sha in (parent, culprit.sha)}
+    found = Culprit(culprit.sha, parent, (), None)  # type: ignore[arg-type]  # the check reads no confirmation
+    return Outcome(Status.CULPRIT_FOUND, commits[0].sha, commits[-1].sha, (found,), None, (), {}, records, (), ())  # type: ignore[arg-type]
+
+
+def test_the_ends_are_checked_together_and_a_stale_end_is_named_at_either_side(chain, tmp_path):
+    """The culprit's two ends are built again clean at once, up to the run's build width (their
+    kept records say when each started and finished), each once for a group's members sharing
+    them, and a wrong binary at either end is still named."""
+    tree, commits = chain
+    pause = tmp_path / "pause"  # the check builds last a second: two at once overlap, one after the other do not
+    builder = _builder(tmp_path, tree.path, "w", f"{UNTRACKED} && {{ test ! -e {pause} || sleep 1; }}", True)
+    culprit = next(c for c in commits if c.sha == tree.culprits[0])
+    parent = next(c for c in commits if c.sha == culprit.parents[0])
+    assert commits[0].sha != parent.sha
+    builder.build(commits[0])  # the empty tree's clean build: both ends are then incremental ones
+    records = {c.sha: builder.build(c) for c in (parent, culprit)}
+    assert all(r.how is BuildHow.INCREMENTAL for r in records.values())
+    pause.touch()
+    members = [_bisected(commits, culprit, lambda c: records[c.sha]) for _ in range(2)]  # a group's two members
+    first, second = _cache_checks(builder, members, 2)
+    for checked in (first, second):
+        assert [n for n in checked.notes if n.kind is NoteKind.CACHE_MISMATCH] == [Note(NoteKind.CACHE_MISMATCH, (culprit.sha,))]
+    kept = [json.loads(builder.workdir.build_record(f"{records[c.sha].key}-uncached").read_text()) for c in (parent, culprit)]
+    assert [k["artifact"] == records[c.sha].artifact for k, c in zip(kept, (parent, culprit), strict=True)] == [True, False]
+    (a, b) = kept
+    assert a["started"] < b["finished"] and b["started"] < a["finished"], kept  # they overlapped
+    assert first.times.build_check_s > 0 and first.times.build_s == first.times.build_check_s
+    assert second.times.build_check_s == 0  # the shared ends were built once, their time counted once
+    # the stale end on the other side: a tree built at the culprit moved back to its parent
+    # keeps the culprit's object (the header is not tracked), while the culprit is a clean build
+    other = _builder(tmp_path, tree.path, "back", UNTRACKED, True)
+    back = {c.sha: other.build(c) for c in (culprit, parent)}
+    assert back[culprit.sha].how is BuildHow.CLEAN and back[parent.sha].how is BuildHow.INCREMENTAL
+    (checked,) = _cache_checks(other, [_bisected(commits, culprit, lambda c: back[c.sha])], 2)
+    assert [n for n in checked.notes if n.kind is NoteKind.CACHE_MISMATCH] == [Note(NoteKind.CACHE_MISMATCH, (parent.sha,))]
+
+
+def test_the_next_bisection_in_the_same_work_dir_reuses_the_trees_the_last_one_left(chain, tmp_path):
+    """The daemon's next night: another process, the same work dir. Its first build takes the
+    tree nearest to it among those the previous bisection left, and the clean binary comes out."""
+    tree, commits = chain
+    last_night = _builder(tmp_path, tree.path, "w", TRACKED, True)
+    for c in commits[:3]:
+        last_night.build(c)
+    tonight = _builder(tmp_path, tree.path, "w", TRACKED, True)
+    rec = tonight.build(commits[4])
+    assert rec.ok and rec.how is BuildHow.INCREMENTAL, rec
+    assert f"reusing the build tree of {commits[2].sha}" in Path(rec.log_path).read_text()  # the nearest of the two
+    assert rec.artifact == _builder(tmp_path, tree.path, "clean", TRACKED, False).build(commits[4]).artifact

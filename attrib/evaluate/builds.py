@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import cast
 
@@ -37,6 +40,14 @@ def log_tail(record: BuildRecord, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class _CleanCheck:
+    differs: bool
+    seconds: float = 0.0  # the clean build's own time; 0 when none ran
+    started: float = 0.0  # wall clock (time.time) around the check's checkout and build; 0 when none ran
+    finished: float = 0.0
 
 
 class CheckoutBuilder:
@@ -87,20 +98,41 @@ class CheckoutBuilder:
         or an incremental one), and the seconds that build took. The check costs a build; it
         needs the recipe's artifacts, and there is nothing to check in a clean build the cache
         served nothing, nor with `[build] cache_check = false`. The clean digest is kept in the
-        work dir: the same build checked again (a rerun, the daemon's next bisection ending at
-        the same commit) is compared with it without a build."""
+        work dir, with when its build started and finished: the same build checked again (a
+        rerun, the daemon's next bisection ending at the same commit) is compared with it
+        without a build."""
+        check = self._check(commit, record, overrides)
+        return check.differs, check.seconds
+
+    def differ_from_clean(self, builds: Sequence[tuple[CommitInfo, BuildRecord]], width: int = 1) -> tuple[dict[str, bool], float]:
+        """`differs_from_clean` for several builds (a culprit's two ends), up to `width` of them
+        at once (the run's build width): built together, one's configure and link overlap the
+        other's compilations (benchmarks/REAL.md). Each commit's answer, and the wall seconds
+        from the first check build's start to the last one's end (0 when none was built)."""
+        todo = list({c.sha: (c, r) for c, r in builds}.values())
+        if width > 1 and len(todo) > 1:
+            with ThreadPoolExecutor(max_workers=width) as pool:
+                checks = list(pool.map(lambda b: self._check(*b), todo))
+        else:
+            checks = [self._check(c, r) for c, r in todo]
+        ran = [c for c in checks if c.finished]
+        span = max(c.finished for c in ran) - min(c.started for c in ran) if ran else 0.0
+        return {c.sha: k.differs for (c, _), k in zip(todo, checks, strict=True)}, span
+
+    def _check(self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES) -> _CleanCheck:
         reused = record.cache.hits > 0 or record.how in (BuildHow.INCREMENTAL, BuildHow.PREBUILT)
         if not (self.spec.cache_check and record.ok and record.artifact and reused):
-            return False, 0.0
+            return _CleanCheck(False)
         key = f"{record.key}-uncached"
         kept = self.workdir.build_record(key)
         try:
-            return json.loads(kept.read_text())["artifact"] != record.artifact, 0.0
+            return _CleanCheck(json.loads(kept.read_text())["artifact"] != record.artifact)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # never checked here, or unreadable: build it
         checkout = self.workdir.scratch(key)
         log_path = self.workdir.build_log(key)
         step, hashed = None, None
+        started = time.time()  # wall clock: the kept record says when, comparable across checks
         with file_lock(self.workdir.lock(key)):
             try:
                 if not self.checkouts.make(commit.sha, checkout, overrides):
@@ -110,12 +142,14 @@ class CheckoutBuilder:
                     hashed = None if step.reason else hash_artifacts(checkout, self.spec.artifacts)
             finally:
                 self.mirror.discard(checkout)
+        finished = time.time()
         seconds = step.duration_s if step is not None else 0.0
         # a build that fails or hashes nothing now says nothing about the cache: not a mismatch
         if hashed is None or isinstance(hashed, str):
-            return False, seconds
-        atomic_write_text(kept, json.dumps({"commit": commit.sha, "artifact": hashed.digest}))
-        return hashed.digest != record.artifact, seconds
+            return _CleanCheck(False, seconds, started, finished)
+        kept_text = json.dumps({"commit": commit.sha, "artifact": hashed.digest, "started": started, "finished": finished})
+        atomic_write_text(kept, kept_text)
+        return _CleanCheck(hashed.digest != record.artifact, seconds, started, finished)
 
     def _load(self, record_path: Path) -> BuildRecord | None:
         try:
