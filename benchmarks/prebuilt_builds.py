@@ -1,11 +1,14 @@
 """Issue 31: builds run by a bisection when CI published prebuilt binaries for every other commit.
 
     .venv/bin/python benchmarks/prebuilt_builds.py [--trials 3] [--commits 64] [--work /tmp/attrib-prebuilt]
+        [--source dir|github]
 
 Per trial: a demo tree (attrib.demo, seed = trial, one 10 % culprit at a position drawn from the
 seed), bisected by the real CLI twice in fresh work dirs: without `prebuilt`, and with
 `prebuilt` pointing at a directory holding an archive (and its sha256) of `bench` for every
-other commit of the range (`--parity odd`, the default: the commits at odd positions after
+other commit of the range (`--source github`: a GitHub Actions artifact, a zip of `bench`, of a
+successful run for every other commit, served by the strict loopback GitHub of the tests,
+tests/fake_github_actions.py, and read through [build.prebuilt_github]; `--parity odd`, the default: the commits at odd positions after
 good, which a bisection of 2^k commits never takes as a midpoint until its last steps; `even`
 are the midpoints, a flattering case), made beforehand by the real builder from the same recipe. Counts
 the builds run: compilations, i.e. fresh builds not unpacked, plus the clean builds of the
@@ -16,15 +19,21 @@ and the totals; writes OUT.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import io
 import json
+import os
 import random
 import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from fake_github_actions import TOKEN, FakeActions, recipe_table, serving, zip_of  # noqa: E402
 
 from attrib.demo import DEMO_RECIPE, TreeSpec, generate_tree
 from attrib.evaluate.builds import CheckoutBuilder
@@ -33,12 +42,16 @@ from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BuildSpec
 from attrib.workdir import WorkDir
 
+TOKEN_ENV = "ATTRIB_BENCH_GITHUB_TOKEN"
+
 
 def recipe(extra: str) -> str:
     return DEMO_RECIPE.replace("[build]\n", '[build]\nartifacts = ["bench"]\n' + extra, 1)
 
 
-def publish(tree_path: Path, shas: list[str], store: Path, work: Path) -> None:
+def publish(tree_path: Path, shas: list[str], store: Path, work: Path, github: FakeActions | None) -> None:
+    """Each of `shas` built by the real builder; its `bench` published in `store` as a tar.gz and
+    its sha256, or, with `github`, as a successful run's artifact `bench-<sha>` (a zip)."""
     wd = WorkDir(work.resolve())
     builder = CheckoutBuilder(
         wd, Mirror(wd.mirror, GitRepo(tree_path)), LocalExecutor(),
@@ -49,6 +62,9 @@ def publish(tree_path: Path, shas: list[str], store: Path, work: Path) -> None:
     for sha in shas:
         rec = builder.build(repo.info(sha))
         if not rec.ok:
+            continue
+        if github is not None:
+            github.publish(sha, zip_of({"bench": (Path(rec.checkout) / "bench").read_bytes()}), f"bench-{sha}")
             continue
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -95,7 +111,14 @@ def main() -> int:
         "--parity", choices=("even", "odd"), default="odd",
         help="which every other commit has an archive: odd ones are never a bisection's midpoint of a 2^k range",
     )  # fmt: skip
+    ap.add_argument("--source", choices=("dir", "github"), default="dir", help="where the prebuilt binaries are published")
     args = ap.parse_args()
+    os.environ[TOKEN_ENV] = TOKEN  # the bisections' subprocesses read it
+    with serving() if args.source == "github" else contextlib.nullcontext() as github:
+        return run(args, github)
+
+
+def run(args: argparse.Namespace, github: FakeActions | None) -> int:
     rows = []
     for trial in range(1, args.trials + 1):
         at = random.Random(trial).randrange(8, args.commits - 8)
@@ -112,15 +135,20 @@ def main() -> int:
             ),
         )
         chain = [tree.good, *GitRepo(tree.path).first_parent_chain(tree.good, tree.bad)]
-        publish(tree.path, chain[0 if args.parity == "even" else 1 :: 2], root / "store", root / "publish")
+        publish(tree.path, chain[0 if args.parity == "even" else 1 :: 2], root / "store", root / "publish", github)
         plain = bisect(tree, recipe(""), root / "plain")
-        pre = bisect(tree, recipe(f'prebuilt = "{root / "store"}/{{sha}}.tar.gz"\n'), root / "prebuilt")
-        row = {"trial": trial, "culprit": tree.culprits, "plain": plain, "prebuilt": pre}
+        key = recipe_table(github.api_url, TOKEN_ENV) if github else f'prebuilt = "{root / "store"}/{{sha}}.tar.gz"\n'
+        asked = len(github.seen) if github else 0
+        pre = bisect(tree, recipe(key), root / "prebuilt")
+        row = {"trial": trial, "source": args.source, "culprit": tree.culprits, "plain": plain, "prebuilt": pre}
+        if github is not None:
+            row["github_requests"] = len(github.seen) - asked  # the bisection's, API and storage
         rows.append(row)
         print(
             f"trial {trial}: culprit at {at}; plain: right={plain.get('culprits') == tree.culprits} builds run {plain.get('builds_run')};"
             f" prebuilt every other commit: right={pre.get('culprits') == tree.culprits} builds run {pre.get('builds_run')}"
-            f" ({pre.get('compiled')} compiled + {pre.get('checks')} end checks; {pre.get('prebuilt')} unpacked)",
+            f" ({pre.get('compiled')} compiled + {pre.get('checks')} end checks; {pre.get('prebuilt')} unpacked)"
+            + (f"; {row['github_requests']} requests to GitHub" if github else ""),
             flush=True,
         )
     plain_total = sum(r["plain"].get("builds_run", 0) for r in rows)

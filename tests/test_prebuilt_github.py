@@ -280,3 +280,15 @@ def test_digests_that_differ_never_change_a_verdict(make_tree, tmp_path, github:
     assert builds and all(b["how"] != "prebuilt" for b in builds)
     refused = [b for b in builds if b["commit"] in chain[1::2] and b["commit"] != tree.bad]
     assert refused and all("but GitHub's digest says" in b["note"] for b in refused), refused
+
+
+def test_a_wrong_binary_under_a_matching_digest_is_named_by_the_ends_check(built, tmp_path, github: FakeActions):
+    """GitHub's digest says only that the zip is what CI uploaded: another toolchain's (here:
+    another commit's) binary unpacks, and the check of a culprit's end built here finds it."""
+    tree, commits, records, benches = built
+    c = commits[2]
+    github.publish(c.sha, zip_of({"bench": benches[commits[0].sha] + b"\0"}), f"bench-{c.sha}")
+    builder = _builder(tmp_path, tree.path, "w", _source(github.api_url))
+    rec = builder.build(c)
+    assert rec.how is BuildHow.PREBUILT and rec.artifact != records[c.sha].artifact
+    assert builder.differs_from_clean(c, rec)[0] is True
