@@ -5,6 +5,7 @@ stand-in of tests/fixtures/nvbench (no GPU here), through the real local executo
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -356,3 +357,50 @@ def test_a_group_joins_the_members_one_process_can_measure_and_no_others(tmp_pat
     assert isinstance(regs, CupyRunner) and not isinstance(regs.kernels, KernelSlot)  # a static metric: no worker
     next_phase(None)
     assert shared["mix"].phase == shared["grid"].phase == 1
+
+
+@NO_GBENCH
+def test_a_member_that_breaks_the_shared_json_costs_only_itself(built, tmp_path):
+    """A benchmark that prints to stdout breaks Google Benchmark's JSON for the whole shared run;
+    it used to fail every member of it (each one's parser read the broken document). Now the
+    run fails as a whole and each member runs alone there: only the one that prints fails."""
+    checkout = tmp_path / "noisy"
+    checkout.mkdir()
+    shutil.copy2(built / "bench_mix", checkout / "bench_mix")
+    # the stand-in for a benchmark body with a stray printf: BM_MixSmall's runs print a line
+    (checkout / "bench_noisy").write_text(
+        '#!/bin/sh\n./bench_mix "$@"; rc=$?\ncase "$*" in *MixSmall*) echo "debug: tile 7";; esac\nexit $rc\n'
+    )
+    (checkout / "bench_noisy").chmod(0o755)
+    mix, small = (replace(b, command=("./bench_noisy",)) for b in _gbench(tmp_path, MIX, SMALL))
+    executor = Counting()
+    got = GbenchProcess(executor, (mix, small)).run_all(checkout)
+    assert got["mix"].ok and len(got["mix"].samples) == 4, got["mix"].error
+    assert not got["small"].ok and got["small"].error == GbenchRunner(LocalExecutor(), small).run(checkout).error
+    assert len(executor.measured()) == 3  # the shared try, then each alone
+
+
+NOISY_NVBENCH = """import subprocess, sys
+rc = subprocess.run([sys.executable, "fake_nvbench.py", *sys.argv[1:]]).returncode
+if "copy_type_sweep" in sys.argv:  # this member's benchmark leaves the file cut short
+    out = sys.argv[sys.argv.index("--jsonbin" if "--jsonbin" in sys.argv else "--json") + 1]
+    text = open(out).read()
+    open(out, "w").write(text[: len(text) // 2])
+sys.exit(rc)
+"""
+
+
+def test_an_nvbench_output_that_is_not_one_document_runs_each_member_alone(tmp_path):
+    """A shared run's JSON that does not parse went to every member's parser as it was, and
+    failed them all; now it is the run's failure as a whole, and each member runs alone."""
+    checkout = stage(tmp_path / "co")
+    (checkout / "seed.txt").write_text("7\n")
+    (checkout / "noisy_nvbench.py").write_text(NOISY_NVBENCH)
+    specs = tuple(replace(b, command=(sys.executable, "noisy_nvbench.py")) for b in _nvbench(tmp_path, *NV_MEMBERS))
+    executor = Counting()
+    got = NvbenchProcess(executor, specs).run_all(checkout)
+    assert len(executor.calls) == 1 + 3  # the shared try, then each alone
+    assert got["grid"].ok and got["grid_small"].ok, (got["grid"].error, got["grid_small"].error)
+    alone = NvbenchRunner(LocalExecutor(), specs[2]).run(checkout).error  # names its own output file
+    assert not got["u8"].ok and got["u8"].error.split(": ", 1)[1] == alone.split(": ", 1)[1]
+    assert "not JSON" in alone

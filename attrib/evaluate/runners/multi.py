@@ -17,8 +17,9 @@ a run of it alone. Google Benchmark's rows are split by each member's filter (re
 `re`, as `re.search`, which the recipe checked reads it; a negative filter, `-...`, runs alone);
 NVBench writes one `benchmarks[]` entry per `-b`, in order, and each member reads its own.
 
-A shared process that fails as a whole (a timeout, a non-zero exit, no output file) does not
-say which member caused it, so from then on every member runs alone on that checkout, that
+A shared process that fails as a whole (a timeout, a non-zero exit, no output file, an output
+that is not one JSON document: a benchmark that prints to stdout breaks Google Benchmark's) does
+not say which member caused it, so from then on every member runs alone on that checkout, that
 round included: a benchmark a commit lacks (NVBench refuses an unknown `-b`), a crash or a hang
 is that member's failed run, never the others'.
 """
@@ -106,7 +107,7 @@ class GbenchProcess(_OneProcess):
     def _shared(self, checkout: Path, names: Sequence[str]) -> dict[str, RunResult] | None:
         argv, timeout_s = self.argv(names), self.timeout_s(names)
         res = self.executor.run(checkout, argv, timeout_s)
-        if process_failure(res, timeout_s):
+        if process_failure(res, timeout_s) or not _one_document(res.stdout):
             return None
         listed = cache(lambda: self.readers[0].listed(checkout))  # asked once, and only if a filter selects none
         return {r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed) for r in self._reading(names)}
@@ -134,13 +135,25 @@ class NvbenchProcess(_OneProcess):
             path = checkout / output
             if process_failure(res, timeout_s) or not path.is_file():
                 return None
-            parts = split_entries(path.read_text(errors="replace"), [r.nv.benchmark for r in readers])
+            text = path.read_text(errors="replace")
+            if not _one_document(text):
+                return None
+            parts = split_entries(text, [r.nv.benchmark for r in readers])
             return {
                 r.spec.name: r.result(part, output, res.stdout, res.duration_s, checkout)
                 for r, part in zip(readers, parts, strict=True)
             }
         finally:
             remove_output(checkout, output)
+
+
+def _one_document(text: str) -> bool:
+    """Whether a shared run's output is one JSON object: anything else (a member's stray print,
+    a truncated file) is the whole run's failure, not each member's."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def split_entries(text: str, benchmarks: Sequence[str]) -> list[str]:
