@@ -144,6 +144,7 @@ def _zip_with(name: str, data: bytes, mode: int) -> bytes:
 CASES = {
     "no-run": "has no successful run of build.yml for",
     "failed-run": "has no successful run of build.yml for",
+    "other-sha": "has no successful run of build.yml for",
     "no-artifact": "has no artifact named bench-",
     "expired": "has expired",
     "digest": "but GitHub's digest says",
@@ -156,6 +157,7 @@ CASES = {
     "401": f"github:{REPO}: 401 Unauthorized — the token in ${TOKEN_ENV} is wrong or expired",
     "403": f"github:{REPO}: 403 Forbidden — the token needs actions:read",
     "rate-limit": "403 rate limited",
+    "429": "429 rate limited after 3 attempts",
     "unreachable": "no answer from http://127.0.0.1:",
 }
 
@@ -169,6 +171,9 @@ def test_each_failure_is_built_as_today_and_says_why(built, tmp_path, github: Fa
     match case:
         case "failed-run":
             github.run(c.sha, conclusion="failure")
+        case "other-sha":  # a server that ignored head_sha: another commit's run is not this one's
+            github.publish(commits[0].sha, zip_of({"bench": benches[commits[0].sha]}), name)
+            github.runs[c.sha] = github.runs.pop(commits[0].sha)
         case "no-artifact":
             github.publish(c.sha, good, "perf-logs")
         case "expired":
@@ -193,11 +198,13 @@ def test_each_failure_is_built_as_today_and_says_why(built, tmp_path, github: Fa
             github.fail = 403
         case "rate-limit":
             github.rate_limited = True
+        case "429":
+            github.fail = 429
         case "unreachable":
             with socket.socket() as s:  # a loopback port nobody listens on
                 s.bind(("127.0.0.1", 0))
                 api_url = f"http://127.0.0.1:{s.getsockname()[1]}"
-    if case not in ("no-token", "401", "403", "rate-limit", "unreachable", "no-run", "failed-run", "no-artifact", "expired"):
+    if case not in ("no-token", "401", "403", "rate-limit", "429", "unreachable", "no-run", "failed-run", "other-sha", "no-artifact", "expired"):
         assert github.artifacts  # the case published something that is then refused
     builder = _builder(tmp_path, tree.path, "w", _source(api_url))
     rec = builder.build(c)
@@ -261,6 +268,8 @@ def test_a_bisection_with_artifacts_for_every_other_commit_builds_less_and_names
     assert len(compiled) < len(_builds(plain)), (len(compiled), len(_builds(plain)))
     shared = set(plain["artifacts"]) & set(got["artifacts"])
     assert shared and all(plain["artifacts"][s] == got["artifacts"][s] for s in shared)  # the same binaries
+    report = (tmp_path / "github" / "report.md").read_text()
+    assert f"- builds: {len(compiled)} clean, {len(unpacked)} prebuilt" in report
 
 
 def test_digests_that_differ_never_change_a_verdict(make_tree, tmp_path, github: FakeActions):
