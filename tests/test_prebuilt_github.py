@@ -301,3 +301,11 @@ def test_a_wrong_binary_under_a_matching_digest_is_named_by_the_ends_check(built
     rec = builder.build(c)
     assert rec.how is BuildHow.PREBUILT and rec.artifact != records[c.sha].artifact
     assert builder.differs_from_clean(c, rec)[0] is True
+
+
+def test_the_documented_table_loads():
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "recipes.md").read_text()
+    (block,) = [b.split("```", 1)[0] for b in docs.split("```toml\n")[1:] if "[build.prebuilt_github]" in b]
+    text = 'schema = 1\nname = "docs"\n' + block + DEMO_RECIPE[DEMO_RECIPE.index("[[benchmark]]") :]
+    r = parse_recipe(tomllib.loads(text), Path("recipes.md"))
+    assert r.build.prebuilt_github == PrebuiltGithub("acme/kernels", "build.yml", "bench-{sha}")
