@@ -1,4 +1,4 @@
-"""Issue 31: the builds of one real bisection replayed under each build setting, interleaved.
+"""Issue 31: the builds of one real bisection replayed under each build setting, interleaved (and, with --shift, the next night).
 
     .venv/bin/python benchmarks/real/build_replay.py --from /tmp/attrib-build-cost2/zlibng-1935/none
         [--case zlibng-1935] [--variant none --variant ccache ...] [--work /tmp/attrib-build-replay]
@@ -14,7 +14,12 @@ how each was built; with `cache_check` (on unless the variant turns it off) the 
 ends built again clean, as attrib does after a bisection, are timed and added (unless
 --no-end-check: then not measured); and whether every artifact digest equals the clean one.
 --no-warm-up drops the uncounted first build (for a tree whose builds take minutes, where the
-disk's first reads are a small part of one).
+disk's first reads are a small part of one). --shift K: then, in the same work dirs (the
+compiler cache, the incremental trees, the build records and checked digests the first
+bisection left: the daemon's next night), the builds of a bisection of the range moved K
+first-parent commits later along --tip, computed (its two ends, then a binary search's midpoints
+to the known culprit); a build the first night already made is served from its record (0 s).
+The end check runs its two builds together (width 2, attrib's at --probes 2).
 """
 
 from __future__ import annotations
@@ -47,9 +52,81 @@ VARIANTS: dict[str, dict] = {
 }
 
 
+CHECK_WIDTH = 2  # the end check's builds at once: attrib's at --probes 2 (job.py), the build width used here
+
+
 def children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def bisected_order(repo: GitRepo, good: str, tip: str, shift: int, length: int, culprit: str) -> list[str]:
+    """The builds of a bisection of the range `good`..`good+length` moved `shift` first-parent
+    commits later on `tip`'s line (both ends real commits): its two ends, then the midpoints a
+    binary search takes to the known culprit (the search's verdicts: at or after it is bad)."""
+    line = [good, *repo.first_parent_chain(good, tip)]
+    lo, hi, at = shift, shift + length, line.index(culprit)
+    if not lo < at <= hi:
+        raise SystemExit(f"--shift {shift}: the culprit {culprit[:10]} is not in the moved range")
+    order = [line[lo], line[hi]]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        order.append(line[mid])
+        lo, hi = (lo, mid) if mid >= at else (mid, hi)
+    return order
+
+
+def replay(
+    order: list[str], repo: GitRepo, builders: dict[str, CheckoutBuilder], ends: list[str], no_end_check: bool
+) -> dict:
+    """`order` built under every variant, interleaved (their order reversed at every commit),
+    then each variant's end check; rows per variant."""
+    names = list(builders)
+    rows: dict[str, dict] = {
+        n: {"wall_s": 0.0, "cpu_s": 0.0, "hits": 0, "misses": 0, "how": [], "kept": 0, "artifacts": {}} for n in names
+    }
+    for i, sha in enumerate(order):
+        info = repo.info(sha)
+        for name in names if i % 2 == 0 else reversed(names):
+            cpu = children_cpu()
+            rec = builders[name].build(info)
+            row = rows[name]
+            row["kept"] += rec.cached  # built before in this work dir (an earlier bisection): no build
+            wall = 0.0 if rec.cached else rec.duration_s
+            row["wall_s"] += wall
+            row["cpu_s"] += children_cpu() - cpu
+            row["hits"] += 0 if rec.cached else rec.cache.hits
+            row["misses"] += 0 if rec.cached else rec.cache.misses
+            row["how"].append("kept" if rec.cached else rec.how.value)
+            row["artifacts"][sha] = rec.artifact
+            print(
+                f"  {sha[:8]} {name}: {wall:.1f} s {row['how'][-1]} {rec.cache.hits}/{rec.cache.misses} ok={rec.ok}",
+                flush=True,
+            )
+    for name in names:  # what attrib does after the bisection: the culprit's ends built again clean, together
+        row, builder = rows[name], builders[name]
+        row["check_s"] = 0.0
+        if not no_end_check:
+            cpu = children_cpu()
+            pairs = [(repo.info(sha), builder.build(repo.info(sha))) for sha in ends]
+            differs, row["check_s"] = builder.differ_from_clean(pairs, CHECK_WIDTH)
+            row["cpu_s"] += children_cpu() - cpu
+            row["check_differs"] = any(differs.values())
+    clean = rows.get("none", {}).get("artifacts", {})
+    for name in names:
+        row = rows[name]
+        row["total_s"] = round(row["wall_s"] + row["check_s"], 1)
+        row["same_digests_as_none"] = bool(clean) and all(row["artifacts"][s] == clean[s] for s in order)
+        base = rows["none"]["total_s"] if "none" in rows else None
+        ratio = f" = {row['total_s'] / base:.2f}x none" if base else ""
+        builds = f" = {row['wall_s'] / rows['none']['wall_s']:.2f}x none's" if base else ""
+        print(
+            f"{name}: build wall {row['wall_s']:.1f} s{builds} + end check {row['check_s']:.1f} s = {row['total_s']} s{ratio};"
+            f" cpu {row['cpu_s']:.1f} s; served {row['hits']} compiled {row['misses']}; how {row['how']};"
+            f" same digests {row['same_digests_as_none']}",
+            flush=True,
+        )
+    return rows
 
 
 def main() -> int:
@@ -61,10 +138,19 @@ def main() -> int:
     ap.add_argument("--variant", action="append", choices=tuple(VARIANTS))
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-build-replay"))
     ap.add_argument("--out", type=Path, default=Path("/tmp/attrib-build-replay/replay.json"))
-    ap.add_argument("--no-warm-up", action="store_true", help="no uncounted first build (a tree whose builds take minutes)")
     ap.add_argument(
-        "--no-end-check", action="store_true", help="the culprit's ends are not built again clean: the check is not measured"
+        "--no-warm-up", action="store_true", help="no uncounted first build (a tree whose builds take minutes)"
     )
+    ap.add_argument(
+        "--no-end-check",
+        action="store_true",
+        help="the culprit's ends are not built again clean: the check is not measured",
+    )
+    ap.add_argument(
+        "--shift", type=int, default=None,
+        help="then the next night: a bisection of the range moved SHIFT first-parent commits later, in the same work dirs",
+    )  # fmt: skip
+    ap.add_argument("--tip", default="develop", help="the branch whose first-parent line --shift moves along")
     args = ap.parse_args()
     case = by_name(args.case)
     doc = json.loads((args.source / "attrib.json").read_text())
@@ -85,58 +171,45 @@ def main() -> int:
             **VARIANTS[name],
         )
         builders[name] = CheckoutBuilder(wd, Mirror(wd.mirror, repo), LocalExecutor(), spec)
-    rows: dict[str, dict] = {
-        n: {"wall_s": 0.0, "cpu_s": 0.0, "hits": 0, "misses": 0, "how": [], "artifacts": {}} for n in names
-    }
     # one build not counted, in a work dir of its own: the first build of a run also pays for
     # reading the compiler and the sources from disk, which would weigh on whichever variant is first
     if not args.no_warm_up:
         warm = WorkDir((args.work / "warm-up").resolve())
         plain = BuildSpec(commands=tuple(build_commands(case, "cpu")))
         CheckoutBuilder(warm, Mirror(warm.mirror, repo), LocalExecutor(), plain).build(repo.info(order[0]))
+    nights = []
     print(
         f"replaying {len(order)} builds of {args.case} ({', '.join(c[:8] for c in order)}); load {loadavg()}",
         flush=True,
     )
-    for i, sha in enumerate(order):
-        info = repo.info(sha)
-        for name in names if i % 2 == 0 else reversed(names):
-            cpu = children_cpu()
-            rec = builders[name].build(info)
-            row = rows[name]
-            row["wall_s"] += rec.duration_s
-            row["cpu_s"] += children_cpu() - cpu
-            row["hits"] += rec.cache.hits
-            row["misses"] += rec.cache.misses
-            row["how"].append(rec.how.value)
-            row["artifacts"][sha] = rec.artifact
-            print(
-                f"  {sha[:8]} {name}: {rec.duration_s:.1f} s {rec.how.value} {rec.cache.hits}/{rec.cache.misses} ok={rec.ok}",
-                flush=True,
-            )
-    for name in names:  # what attrib does after the bisection: the culprit's ends built again clean
-        row, builder = rows[name], builders[name]
-        row["check_s"] = 0.0
-        for sha in [] if args.no_end_check else ends:
-            info = repo.info(sha)
-            cpu = children_cpu()
-            differs, seconds = builder.differs_from_clean(info, builder.build(info))
-            row["check_s"] += seconds
-            row["cpu_s"] += children_cpu() - cpu
-            row["check_differs"] = row.get("check_differs", False) or differs
-    clean = rows.get("none", {}).get("artifacts", {})
-    for name in names:
-        row = rows[name]
-        row["total_s"] = round(row["wall_s"] + row["check_s"], 1)
-        row["same_digests_as_none"] = bool(clean) and all(row["artifacts"][s] == clean[s] for s in order)
-        base = rows["none"]["total_s"] if "none" in rows else None
-        ratio = f" = {row['total_s'] / base:.2f}x none" if base else ""
+    nights.append(
+        {"order": order, "load_start": loadavg(), "variants": replay(order, repo, builders, ends, args.no_end_check)}
+    )
+    nights[-1]["load_end"] = loadavg()
+    if args.shift is not None:
+        # the daemon's next night: the same work dirs (compiler cache, incremental trees, builds)
+        # and a range moved a few commits, whose bisection builds mostly commits not built before
+        following = bisected_order(
+            repo,
+            order[0],
+            repo.resolve(args.tip),
+            args.shift,
+            len(repo.first_parent_chain(order[0], order[1])),
+            culprit,
+        )
         print(
-            f"{name}: build wall {row['wall_s']:.1f} s + end checks {row['check_s']:.1f} s = {row['total_s']} s{ratio};"
-            f" cpu {row['cpu_s']:.1f} s; served {row['hits']} compiled {row['misses']}; how {row['how']};"
-            f" same digests {row['same_digests_as_none']}",
+            f"next night, the range moved {args.shift} commits: {', '.join(c[:8] for c in following)}; load {loadavg()}",
             flush=True,
         )
+        nights.append(
+            {
+                "order": following,
+                "shift": args.shift,
+                "load_start": loadavg(),
+                "variants": replay(following, repo, builders, ends, args.no_end_check),
+            }
+        )
+        nights[-1]["load_end"] = loadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -145,7 +218,8 @@ def main() -> int:
                 "order": order,
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "load_end": loadavg(),
-                "variants": rows,
+                "variants": nights[0]["variants"],
+                "nights": nights,
             },
             indent=1,
         )
