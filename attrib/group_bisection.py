@@ -70,10 +70,12 @@ class GroupBisection:
         clock: Callable[[], float] | None = None,
         method: SearchMethod = SearchMethod.POSTERIOR,
         dependencies: Dependencies | None = None,
+        prebuilt: frozenset[str] = frozenset(),
     ) -> None:
         """`next_phase`: called before each step taken for all members at once, with the members
         the step measures when it knows (each shared process's SharedRuns.next_phase). `dependencies`: each member descends into a roll it
-        names (bisection.py)."""
+        names (bisection.py). `prebuilt`: the commits whose binary CI published, cheaper to
+        have (bisection.py), for the group's search and each member's own."""
         self.repo = repo
         self.method = method
         self.deadline = deadline
@@ -87,7 +89,7 @@ class GroupBisection:
             )  # fmt: skip
             self.members[m] = Bisection(
                 repo, stage.over(repo, shared), run.bench, events, method=method, probes=probes, reverter=reverter,
-                paths=paths, dependencies=dependencies, inside=stage.over,
+                paths=paths, dependencies=dependencies, inside=stage.over, prebuilt=prebuilt,
             )  # fmt: skip
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:

@@ -240,6 +240,7 @@ def run_bisect(
                 p.repo, tools.builder, members, config, seed, events, next_phase=next_phase, probes=probes,
                 reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, deadline=deadline,
                 method=p.recipe.search_method, dependencies=dependencies,
+                prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
             ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
             checked = _cache_checks(tools.builder, [o for _, o in group.members], max(1, probes))
             outcome: Outcome | GroupOutcome = replace(

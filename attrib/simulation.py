@@ -111,9 +111,11 @@ class SimBuilder:
     def __init__(self, history: SimHistory) -> None:
         self.history = history
         self.fresh_builds = 0
+        self.built: list[str] = []  # the commits asked, in order
 
     def build(self, info: CommitInfo) -> BuildRecord:
         self.fresh_builds += 1
+        self.built.append(info.sha)
         ok = info.sha not in self.history.broken
         reason = "" if ok else "exit 2 from `make` (simulated)"
         artifact = self.history.artifacts.get(info.sha, "") if ok else ""
@@ -313,6 +315,7 @@ class SimGroupOutcome:
     builds: int
     runs: int  # processes run (each measures every member)
     outcome: object  # the GroupOutcome
+    compiled: int = 0  # builds of commits without a prebuilt binary (`prebuilt`): all of them without
 
 
 def run_simulated_group(
@@ -324,9 +327,11 @@ def run_simulated_group(
     reps: int = 10,
     deadline: float | None = None,
     clock: Callable[[], float] | None = None,
+    prebuilt: frozenset[str] = frozenset(),
 ) -> SimGroupOutcome:
     """attrib's real group bisection (shared builds and runs, the group search) on a simulated
-    group; `deadline` (seconds of `clock`) as `--budget` gives it."""
+    group; `deadline` (seconds of `clock`) as `--budget` gives it; `prebuilt`: the commits
+    whose binary CI published (`[build] prebuilt`), which the search prefers."""
     from attrib.evaluate.shared import SharedRuns
     from attrib.group_bisection import GroupBisection, shared_members
     from attrib.outcome import Member
@@ -341,7 +346,7 @@ def run_simulated_group(
     runs = SharedRuns(runner)
     driver = GroupBisection(
         group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=lambda members: runs.next_phase(None if members is None else {m.benchmark for m in members}),
-        deadline=deadline, clock=clock,
+        deadline=deadline, clock=clock, prebuilt=prebuilt,
     )  # fmt: skip
     out = driver.run(group.first.good, group.first.bad)
     members = {
@@ -357,4 +362,5 @@ def run_simulated_group(
         )
         for m, o in out.members
     }
-    return SimGroupOutcome(members, builder.fresh_builds, runner.clock, out)
+    compiled = sum(sha not in prebuilt for sha in builder.built)
+    return SimGroupOutcome(members, builder.fresh_builds, runner.clock, out, compiled)

@@ -114,6 +114,20 @@ def test_the_next_build_is_where_the_summed_information_is():
     assert grouped.next_group_request(64, {}).action is grouped.GroupAction.ALONE
 
 
+def test_a_group_builds_where_ci_published_a_binary_when_it_is_near_as_informative():
+    # issue 31: the group's search prices a prebuilt commit as the single search does (an
+    # unpacking, not a build), so with binaries for every other commit it goes to one of them
+    at = [0, 64]
+    posts = {m: posterior(64, _blocks(64, 30, 0.05, s, at), tau=0.0025) for s, m in enumerate("ab")}
+    views = {m: grouped.MemberView(p, _blocks(64, 30, 0.05, 1, at)) for m, p in posts.items()}
+    plain = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10)
+    others = frozenset(range(1, 64, 2) if plain.position % 2 == 0 else range(2, 64, 2))
+    cheap = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10, prebuilt=others)
+    assert plain.action is cheap.action is grouped.GroupAction.BUILD
+    assert plain.position not in others and cheap.position in others
+    assert abs(cheap.position - plain.position) <= 2 and cheap.value > plain.value
+
+
 def test_shared_runs_run_one_process_per_round_for_every_member():
     group = group_history(10, {"a": {5: 5.0}, "b": {}})
     sim = SimGroupRunner(group, NoiseModel(sigma=SIGMA), 1)
@@ -208,6 +222,20 @@ def test_a_group_with_two_culprits_names_each_with_exactly_its_members(seed):
     assert out.builds <= 2 * (math.ceil(math.log2(64)) + 4)
     alone = [run_simulated(group.members[n], NoiseModel(sigma=SIGMA), seed) for n in steps]
     assert out.runs < sum(a.runs for a in alone) / 2  # one process per round for all nine (103 of 308 at seed 1)
+
+
+def test_with_binaries_for_every_other_commit_a_group_compiles_less_and_names_the_same_culprits():
+    # issue 31: the group's search prices a published commit as an unpacking (before, only the
+    # members' own searches did: 11 of 13 builds still compiled); 13 -> 4 compilations here
+    steps = {**{f"a{i}": {20: 5.0} for i in range(5)}, "b0": {45: 4.0}, "b1": {45: 4.0}, "weak": {20: 2.0}, "flat": {}}
+    group = group_history(64, steps)
+    odd = frozenset(f"c{p:03d}" for p in range(1, 64, 2))
+    plain = run_simulated_group(group, NoiseModel(sigma=SIGMA), 1)
+    cheap = run_simulated_group(group, NoiseModel(sigma=SIGMA), 1, prebuilt=odd)
+    for name, truth in steps.items():
+        assert plain.members[name].culprits == cheap.members[name].culprits == tuple(f"c{p:03d}" for p in truth), name
+    assert plain.compiled == plain.builds
+    assert cheap.compiled <= plain.compiled / 2, (cheap.compiled, plain.compiled)
 
 
 def test_a_member_that_does_not_reproduce_is_reported_so():

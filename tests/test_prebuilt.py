@@ -23,6 +23,7 @@ from attrib.demo import DEMO_RECIPE
 from attrib.errors import ConfigError
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
+from attrib.evaluate.prebuilt import MAX_LOOKUPS, PrebuiltArchives
 from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BuildSpec, parse_recipe
 from attrib.workdir import WorkDir
@@ -164,3 +165,65 @@ def test_archives_over_http(built, tmp_path, server):
     assert first.how is BuildHow.PREBUILT and first.note == "prebuilt, no digest published"
     assert first.artifact == records[commits[0].sha].artifact
     assert second.how is BuildHow.CLEAN and second.note.endswith("(404)") and second.artifact == records[commits[1].sha].artifact
+
+
+def test_over_http_the_search_asks_a_bounded_spread_of_the_range(tmp_path):
+    """The search's preference asked every commit of the range one HEAD each; a range of 200
+    commits is now at most MAX_LOOKUPS HEADs, spread over it, ends included."""
+    root = tmp_path / "served"
+    root.mkdir()
+    shas = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(200)]
+    for sha in shas[::3]:
+        (root / f"{sha}.tar.gz").write_bytes(b"x")
+    asked: list[str] = []
+
+    class Counting(SimpleHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            asked.append(self.path.strip("/").removesuffix(".tar.gz"))
+            super().do_HEAD()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(Counting, directory=str(root)))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        found = PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).among(shas)
+    finally:
+        httpd.shutdown()
+        thread.join(5)
+    assert len(asked) == MAX_LOOKUPS and asked[0] == shas[0] and asked[-1] == shas[-1]
+    assert found == {s for s in asked if s in shas[::3]} and found
+
+
+def test_over_http_a_server_that_does_not_answer_is_asked_about_one_commit(tmp_path):
+    """A server that drops every connection: the preference stops at the first commit (its
+    client's attempts) instead of waiting out every commit of the range."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+
+    def drop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=drop, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        shas = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(40)]
+        assert PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).among(shas) == frozenset()
+    finally:
+        listener.close()
+        thread.join(5)
+    assert 1 <= len(accepted) <= 2  # one commit, its client's two attempts: not 40 commits' worth

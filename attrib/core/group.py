@@ -38,7 +38,13 @@ from typing import TypeVar
 import numpy as np
 
 from attrib.core.posterior import Posterior, commit_level, mixture_bits
-from attrib.core.requests import DEFAULT_BUILD_COST, DEFAULT_LOCATE_AT, MIN_LOCATE_DOF, build_price
+from attrib.core.requests import (
+    DEFAULT_BUILD_COST,
+    DEFAULT_LOCATE_AT,
+    MIN_LOCATE_DOF,
+    PREBUILT_COST_FRACTION,
+    build_price,
+)
 
 M = TypeVar("M", bound=Hashable)
 
@@ -149,6 +155,7 @@ def next_group_request(
     locate_at: float = DEFAULT_LOCATE_AT,
     scouts: frozenset[Hashable] | None = None,
     checked: frozenset[tuple[Hashable, int]] = frozenset(),
+    prebuilt: frozenset[int] = frozenset(),
 ) -> GroupRequest:
     """The next request of a group's search over positions 0..n.
 
@@ -164,7 +171,8 @@ def next_group_request(
     MEMBER_BITS to (the others know its side already); ALONE for every member when nothing is
     worth anything (the driver searches them one by one, with the single search's own rules),
     or when builds are spent. `checked`: (member, position) pairs checked already (a check
-    whose run failed is not asked again)."""
+    whose run failed is not asked again). `prebuilt`: positions whose binary CI published, which
+    cost an unpacking, not a build (as core/requests.next_requests prices them)."""
     if not members:
         return GroupRequest(GroupAction.ALONE)
     located_at = _located(members, unbuildable, locate_at)
@@ -178,9 +186,9 @@ def next_group_request(
     if not open_:
         return GroupRequest(GroupAction.ALONE, members=tuple(members))
     pool = {m: v for m, v in members.items() if scouts is None or m in scouts}
-    req = _most_bits(pool, open_, measured, unbuildable, builds_left, build_cost) if pool else None
+    req = _most_bits(pool, open_, measured, unbuildable, builds_left, build_cost, prebuilt) if pool else None
     if req is None and len(pool) < len(members):  # the scouts know their sides: everyone, as before
-        req = _most_bits(members, open_, measured, unbuildable, builds_left, build_cost)
+        req = _most_bits(members, open_, measured, unbuildable, builds_left, build_cost, prebuilt)
     return req or GroupRequest(GroupAction.ALONE, members=tuple(members))
 
 
@@ -238,6 +246,7 @@ def _most_bits(
     unbuildable: frozenset[int],
     builds_left: int | None,
     build_cost: float,
+    prebuilt: frozenset[int] = frozenset(),
 ) -> GroupRequest | None:
     """The MEASURE or BUILD with the most bits summed over `members` per unit of cost; None
     when nothing is worth anything to them."""
@@ -247,8 +256,12 @@ def _most_bits(
     price = build_cost * max(build_price(v.post, counts, builds_left) for v in members.values())
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     cost = np.array(
-        [1.0 if j in measured else price * (1.0 + 2.0 / d if d else 1.0) for j, d in zip(open_, near, strict=True)]
-    )
+        [
+            1.0 if j in measured
+            else (max(1.0, price * PREBUILT_COST_FRACTION) if j in prebuilt else price) * (1.0 + 2.0 / d if d else 1.0)
+            for j, d in zip(open_, near, strict=True)
+        ]
+    )  # fmt: skip
     value = value / cost
     i = int(np.argmax(value))
     if value[i] <= 1e-9:

@@ -32,6 +32,7 @@ from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
 from attrib.evaluate.artifacts import hash_artifacts
 from attrib.http import HttpClient
 
+MAX_LOOKUPS = 64  # commits of a range asked about over HTTP for the search's preference
 MAX_ARCHIVE_BYTES = 2 << 30  # a prebuilt tree larger than this is built instead
 MAX_UNPACKED_BYTES = 8 << 30  # what its files may add up to once unpacked (a bomb stops here)
 DIGEST_SUFFIX = ".sha256"
@@ -100,20 +101,35 @@ class PrebuiltArchives:
         return self.template.replace("{sha}", sha)
 
     def among(self, shas: list[str]) -> frozenset[str]:
-        """The commits of `shas` whose archive is there (for the search's preference)."""
-        return frozenset(s for s in shas if self.exists(s))
+        """The commits of `shas` whose archive is there (for the search's preference): every one
+        in a directory; over HTTP at most MAX_LOOKUPS of them, spread over the list (a HEAD
+        each), and none more after a server that does not answer."""
+        if not self.remote:
+            return frozenset(s for s in shas if self.exists(s))
+        found = set()
+        for sha in spread(shas, MAX_LOOKUPS):
+            there = self._head(sha)
+            if there is None:
+                break  # the rest would wait for the same silence
+            if there:
+                found.add(sha)
+        return frozenset(found)
 
     def exists(self, sha: str) -> bool:
         """Whether `sha`'s archive is there (a file; an HTTP HEAD answered 2xx), not whether it
         is sound: unpacking checks that."""
-        where = self.where(sha)
         if not self.remote:
-            return Path(where).is_file()
+            return Path(self.where(sha)).is_file()
+        return bool(self._head(sha))
+
+    def _head(self, sha: str) -> bool | None:
+        """Whether an HTTP HEAD of `sha`'s archive answered 2xx; None: no answer."""
+        where = self.where(sha)
         client = self.client or _client(where)
         try:
             return 200 <= client.send("HEAD", where[len(client.base_url) :], max_bytes=0).status < 300
         except (PrebuiltUnavailable, ResponseTooLarge):
-            return False
+            return None
 
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable:
         """`sha`'s archive unpacked into `checkout`, or why not."""
@@ -156,6 +172,13 @@ class PrebuiltArchives:
         if not 200 <= answer.status < 300:
             return Unusable(f"prebuilt {where}: HTTP {answer.status}")
         return answer.body
+
+
+def spread(shas: list[str], n: int) -> list[str]:
+    """At most `n` of `shas`, evenly spread, the ends included."""
+    if len(shas) <= n:
+        return list(shas)
+    return list(dict.fromkeys(shas[round(i * (len(shas) - 1) / (n - 1))] for i in range(n)))
 
 
 def _client(url: str) -> HttpClient:

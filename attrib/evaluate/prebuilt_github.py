@@ -33,12 +33,20 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
-from attrib.evaluate.prebuilt import MAX_ARCHIVE_BYTES, MAX_UNPACKED_BYTES, Unpacked, Unusable, install, unpack_tar
+from attrib.evaluate.prebuilt import (
+    MAX_ARCHIVE_BYTES,
+    MAX_LOOKUPS,
+    MAX_UNPACKED_BYTES,
+    Unpacked,
+    Unusable,
+    install,
+    spread,
+    unpack_tar,
+)
 from attrib.github_actions import NEED, Actions, Artifact, headers
 from attrib.http import HttpClient, Sleep
 from attrib.recipe import PrebuiltGithub
 
-MAX_LOOKUPS = 64  # commits of a range asked about for the search's preference (2 requests each)
 LOOKUP_DEADLINE_S = 30.0  # one commit's lookup, every request, retry and wait
 ATTEMPTS = 3
 BACKOFF_S = 0.5
@@ -72,7 +80,7 @@ class GithubArtifacts:
         """The commits of `shas` (at most MAX_LOOKUPS of them, spread over the list) that have
         an artifact to unpack."""
         found: set[str] = set()
-        for sha in _spread(shas, MAX_LOOKUPS):
+        for sha in spread(shas, MAX_LOOKUPS):
             got, about_the_commit = self._lookup(sha)
             if isinstance(got, _Found):
                 found.add(sha)
@@ -176,10 +184,3 @@ def _read(zf: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> bytes:
     if len(raw) > limit:
         raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
     return raw
-
-
-def _spread(shas: list[str], n: int) -> list[str]:
-    """At most `n` of `shas`, evenly spread, the ends included."""
-    if len(shas) <= n:
-        return list(shas)
-    return list(dict.fromkeys(shas[round(i * (len(shas) - 1) / (n - 1))] for i in range(n)))

@@ -66,6 +66,9 @@ class GroupSearch:
         spent = 0
         scouts: frozenset[Any] = frozenset()
         checked: set[tuple[Any, int]] = set()
+        # the commits whose binary CI published: an unpacking, no build of the budget (every
+        # member's scope holds the same, from the one builder)
+        prebuilt = frozenset().union(*(self.scopes[m].prebuilt for m in active))
         for m in active:
             self.searches[m].failures = {}
             self.scopes[m].evidence.adapt_blocks()
@@ -86,7 +89,8 @@ class GroupSearch:
             scouts = grouped.scouts_of(views, scouts) if self.scouting else frozenset(views)
             req = grouped.next_group_request(
                 n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
-                builds_left=budget - len(built), scouts=scouts, checked=frozenset(checked),
+                builds_left=budget - len(built - prebuilt), scouts=scouts, checked=frozenset(checked),
+                prebuilt=frozenset(i for i, s in enumerate(positions) if s in prebuilt),
             )  # fmt: skip
             if req.action is grouped.GroupAction.ALONE or spent >= cap:
                 break
