@@ -1,6 +1,6 @@
 """A fake GitHub Actions on loopback, strict about the REST contract attrib/github_actions.py
-uses (GitHub itself cannot be reached from here): tests/test_prebuilt_github.py and
-benchmarks/prebuilt_builds.py.
+uses (GitHub itself cannot be reached from here): tests/test_prebuilt_github.py,
+tests/test_daemon_github_artifacts.py and benchmarks/prebuilt_builds.py.
 
 Two real HTTP servers (http.server in threads, OS-chosen ports). The API answers only
 
@@ -81,6 +81,16 @@ class FakeActions:
         self.artifacts.setdefault(run_id, []).append(item)
         self.zips[artifact_id] = zipped
         return artifact_id
+
+    def add(self, run_id: int, artifact_id: int, zipped: bytes, name: str = "attrib-flag") -> None:
+        """An artifact `name` of the run `run_id` the test names (a webhook's run): the
+        daemon's case (tests/test_daemon_github_artifacts.py)."""
+        self.artifacts.setdefault(run_id, []).append(
+            {"id": artifact_id, "name": name, "size_in_bytes": len(zipped), "expired": False,
+             "archive_download_url": f"{self.api_url}/repos/{REPO}/actions/artifacts/{artifact_id}/zip",
+             "workflow_run": {"id": run_id}}
+        )  # fmt: skip
+        self.zips[artifact_id] = zipped
 
     def by(self, server: str, kind: str = "") -> list[Seen]:
         return [s for s in self.seen if s.server == server and kind in s.path]
