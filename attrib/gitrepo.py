@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -20,6 +21,7 @@ import git
 
 from attrib.core.model import CommitInfo
 from attrib.errors import RepoError
+from attrib.fsutil import file_lock
 
 # A revision as a user or a CI job writes it: names, shas, ~ ^ @ { } : / . -, never a leading '-'
 # (which git would read as an option) and never whitespace or control characters.
@@ -247,7 +249,14 @@ class Mirror:
         """A fresh detached worktree of `sha` at `path`, replacing whatever half-made one was there."""
         self.discard(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.git.worktree("add", "--detach", "--force", str(path), sha)
+        with self._worktrees_locked():
+            self.git.worktree("add", "--detach", "--force", str(path), sha)
+
+    def _worktrees_locked(self) -> AbstractContextManager[None]:
+        """The mirror's worktree list changed by one at a time: git reads every entry of it when it
+        adds or prunes one, and fails on another's half-made entry ("failed to read
+        worktrees/<name>/commondir"), which builds at once (--probes, the end check) hit."""
+        return file_lock(self.path / "attrib-worktrees.lock")
 
     def move(self, path: Path, sha: str, keep: str) -> None:
         """Put the worktree at `path` (one of this mirror's) at `sha` in place: files that do not
@@ -287,7 +296,8 @@ class Mirror:
     def discard(self, path: Path) -> None:
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
-        self.git.worktree("prune")
+        with self._worktrees_locked():
+            self.git.worktree("prune")
 
 
 # --- submodules ------------------------------------------------------------------------------

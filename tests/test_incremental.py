@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,24 @@ def test_the_next_bisection_in_the_same_work_dir_reuses_the_trees_the_last_one_l
     assert rec.ok and rec.how is BuildHow.INCREMENTAL, rec
     assert f"reusing the build tree of {commits[2].sha}" in Path(rec.log_path).read_text()  # the nearest of the two
     assert rec.artifact == _builder(tmp_path, tree.path, "clean", TRACKED, False).build(commits[4]).artifact
+
+
+def test_checkouts_made_and_discarded_at_once_in_one_mirror_all_succeed(chain, tmp_path):
+    """Builds at once (--probes, the end check's two ends) add and prune worktrees of one mirror
+    together; git reads every entry of the mirror's list then and failed on another's half-made
+    one ("could not open 'worktrees/0/locked'", "failed to read worktrees/<name>/commondir")
+    before the list was changed under a lock (8 threads of 40 rounds here: 3 of 3 runs failed)."""
+    tree, commits = chain
+    work = WorkDir((tmp_path / "w").resolve())
+    mirror = Mirror(work.mirror, GitRepo(tree.path))
+
+    def rounds(i: int) -> int:
+        path = tmp_path / "wt" / str(i)
+        for n in range(40):
+            mirror.checkout(commits[(i + n) % len(commits)].sha, path)
+            assert (path / "bench.c").is_file()
+            mirror.discard(path)
+        return i
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sorted(pool.map(rounds, range(8))) == list(range(8))
