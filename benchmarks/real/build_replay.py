@@ -19,7 +19,12 @@ compiler cache, the incremental trees, the build records and checked digests the
 bisection left: the daemon's next night), the builds of a bisection of the range moved K
 first-parent commits later along --tip, computed (its two ends, then a binary search's midpoints
 to the known culprit); a build the first night already made is served from its record (0 s).
-The end check runs its two builds together (width 2, attrib's at --probes 2).
+The end check runs its two builds together (width 2, attrib's at --probes 2). --configure-once:
+the case's first command (CMake's configure) runs only where the build directory has no
+CMakeCache.txt yet, as a recipe for incremental trees should say it (`cmake --build` runs it
+again itself when a CMakeLists.txt or a module changed): some trees rewrite generated headers at
+every configure (libgit2's git2_features.h), and a moved tree then recompiles everything. Every
+variant gets the same commands; a fresh checkout always configures.
 """
 
 from __future__ import annotations
@@ -151,6 +156,10 @@ def main() -> int:
         help="then the next night: a bisection of the range moved SHIFT first-parent commits later, in the same work dirs",
     )  # fmt: skip
     ap.add_argument("--tip", default="develop", help="the branch whose first-parent line --shift moves along")
+    ap.add_argument(
+        "--configure-once", action="store_true",
+        help="the case's first command (configure) only where build/CMakeCache.txt is missing",
+    )  # fmt: skip
     args = ap.parse_args()
     case = by_name(args.case)
     doc = json.loads((args.source / "attrib.json").read_text())
@@ -161,11 +170,14 @@ def main() -> int:
     repo = GitRepo(Path(doc["repo"]))
     ends = [repo.info(culprit).parents[0], culprit]
     names = args.variant or list(VARIANTS)
+    commands = build_commands(case, "cpu")
+    if args.configure_once:
+        commands = [f"test -f build/CMakeCache.txt || {commands[0]}", *commands[1:]]
     builders = {}
     for name in names:
         wd = WorkDir((args.work / name).resolve())
         spec = BuildSpec(
-            commands=tuple(build_commands(case, "cpu")),
+            commands=tuple(commands),
             env={"SOURCE_DATE_EPOCH": "0"},
             artifacts=("attrib-bench",),
             **VARIANTS[name],
@@ -215,6 +227,7 @@ def main() -> int:
         json.dumps(
             {
                 "case": args.case,
+                "configure_once": args.configure_once,
                 "order": order,
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "load_end": loadavg(),
