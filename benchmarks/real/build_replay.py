@@ -24,7 +24,9 @@ the case's first command (CMake's configure) runs only where the build directory
 CMakeCache.txt yet, as a recipe for incremental trees should say it (`cmake --build` runs it
 again itself when a CMakeLists.txt or a module changed): some trees rewrite generated headers at
 every configure (libgit2's git2_features.h), and a moved tree then recompiles everything. Every
-variant gets the same commands; a fresh checkout always configures.
+variant gets the same commands; a fresh checkout always configures. --configure-prefix TEXT:
+the first command prefixed with TEXT, in every variant (`GIT_DIR=/nonexistent` keeps libgit2's
+configure from writing the commit id into a header every source includes).
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ def main() -> int:
         "--configure-once", action="store_true",
         help="the case's first command (configure) only where build/CMakeCache.txt is missing",
     )  # fmt: skip
+    ap.add_argument("--configure-prefix", default="", help="put before the case's first command (configure), every variant")
     args = ap.parse_args()
     case = by_name(args.case)
     doc = json.loads((args.source / "attrib.json").read_text())
@@ -171,6 +174,8 @@ def main() -> int:
     ends = [repo.info(culprit).parents[0], culprit]
     names = args.variant or list(VARIANTS)
     commands = build_commands(case, "cpu")
+    if args.configure_prefix:
+        commands = [f"{args.configure_prefix} {commands[0]}", *commands[1:]]
     if args.configure_once:
         commands = [f"test -f build/CMakeCache.txt || {commands[0]}", *commands[1:]]
     builders = {}
@@ -228,6 +233,7 @@ def main() -> int:
             {
                 "case": args.case,
                 "configure_once": args.configure_once,
+                "configure_prefix": args.configure_prefix,
                 "order": order,
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "load_end": loadavg(),
