@@ -234,13 +234,14 @@ def run_bisect(
     with opened(p) as tools:
         wrap = wrap_runner or (lambda r: r)
         dependencies = superproject(tools.builder, p.repo)
+        prebuilt = tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad))
         if len(p.benches) > 1:
             members, next_phase = _members(p, tools, wrap)
             group = GroupBisection(
                 p.repo, tools.builder, members, config, seed, events, next_phase=next_phase, probes=probes,
                 reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, deadline=deadline,
                 method=p.recipe.search_method, dependencies=dependencies,
-                prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
+                prebuilt=prebuilt,
             ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
             checked = _cache_checks(tools.builder, [o for _, o in group.members], max(1, probes))
             outcome: Outcome | GroupOutcome = replace(
@@ -253,7 +254,7 @@ def run_bisect(
             driver = Bisection(
                 p.repo, stage.over(p.repo, tools.builder), p.bench, events, method=method, probes=probes,
                 reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, dependencies=dependencies,
-                inside=stage.over, prebuilt=tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad)),
+                inside=stage.over, prebuilt=prebuilt,
             )  # fmt: skip
             single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
             outcome = _cache_checks(tools.builder, [single], max(1, probes))[0]

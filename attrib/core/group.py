@@ -38,13 +38,7 @@ from typing import TypeVar
 import numpy as np
 
 from attrib.core.posterior import Posterior, commit_level, mixture_bits
-from attrib.core.requests import (
-    DEFAULT_BUILD_COST,
-    DEFAULT_LOCATE_AT,
-    MIN_LOCATE_DOF,
-    PREBUILT_COST_FRACTION,
-    build_price,
-)
+from attrib.core.requests import DEFAULT_BUILD_COST, DEFAULT_LOCATE_AT, MIN_LOCATE_DOF, build_at, build_price
 
 M = TypeVar("M", bound=Hashable)
 
@@ -255,13 +249,7 @@ def _most_bits(
     counts = {p: 1 for p in measured}
     price = build_cost * max(build_price(v.post, counts, builds_left) for v in members.values())
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
-    cost = np.array(
-        [
-            1.0 if j in measured
-            else (max(1.0, price * PREBUILT_COST_FRACTION) if j in prebuilt else price) * (1.0 + 2.0 / d if d else 1.0)
-            for j, d in zip(open_, near, strict=True)
-        ]
-    )  # fmt: skip
+    cost = np.array([1.0 if j in measured else build_at(price, j in prebuilt, d) for j, d in zip(open_, near, strict=True)])
     value = value / cost
     i = int(np.argmax(value))
     if value[i] <= 1e-9:

@@ -228,13 +228,7 @@ def _valued(
     # failed build at a time.
     near = [min((abs(j - u) for u in seg.unbuildable), default=0) for j in open_]
     price = build_cost * build_price(post, counts, builds_left)
-    # `prebuilt`: positions whose binary CI published, which cost an unpacking, not a build
-    cost = np.array(
-        [
-            (max(1.0, price * PREBUILT_COST_FRACTION) if j in seg.prebuilt else price) * (1.0 + BREAK_SPAN / d if d else 1.0)
-            for j, d in zip(open_, near, strict=True)
-        ]
-    )
+    cost = np.array([build_at(price, j in seg.prebuilt, d) for j, d in zip(open_, near, strict=True)])
     ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, seg.n)]
     for idx, j in enumerate(open_):
         if j not in counts:
@@ -379,6 +373,14 @@ def builds_needed(post: Posterior, measured: Sequence[int]) -> float:
         if hi - lo > 1:
             need += float(sum(post.probs[lo + 1 : hi + 1])) * math.log2(hi - lo)
     return need
+
+
+def build_at(price: float, prebuilt: bool, from_break: int) -> float:
+    """What building one candidate costs, `price` being a build's: a commit whose binary CI
+    published (`prebuilt`) costs an unpacking, not a build; one `from_break` commits from an
+    unbuildable commit (0: none known) costs 1 + BREAK_SPAN / from_break times more (above)."""
+    base = max(1.0, price * PREBUILT_COST_FRACTION) if prebuilt else price
+    return base * (1.0 + BREAK_SPAN / from_break if from_break else 1.0)
 
 
 def build_price(post: Posterior, counts: Mapping[int, int], builds_left: int | None) -> float:
