@@ -106,7 +106,7 @@ def test_the_cache_serves_the_neighbour_and_never_changes_a_binary(make_tree, tm
         assert clean.cache == CacheServed()
         assert clean.artifact == rec.artifact and clean.artifact_files == rec.artifact_files
     # and a binary built with the cache is the one built without it: nothing to flag
-    assert not any(cached.differs_from_clean(c, r)[0] for c, r in zip(shas, records, strict=True))
+    assert not any(cached.differ_from_clean([(c, r)])[0][c.sha] for c, r in zip(shas, records, strict=True))
 
 
 @needs_ccache
@@ -156,14 +156,14 @@ def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path
     served = builder("served")
     rec = served.build(commit)
     assert rec.ok and rec.cache.hits == 2, rec
-    assert served.differs_from_clean(commit, rec)[0]  # the -O2 binary differs from what was served
+    assert served.differ_from_clean([(commit, rec)])[0][commit.sha]  # the -O2 binary differs from what was served
     # checked again (a rerun): the clean digest kept from the first check says so, with no build
     check_log = served.workdir.build_log(f"{rec.key}-uncached")
     written = check_log.stat().st_mtime_ns
-    assert served.differs_from_clean(commit, rec) == (True, 0.0)
+    assert served.differ_from_clean([(commit, rec)]) == ({commit.sha: True}, 0.0)
     assert check_log.stat().st_mtime_ns == written
     served.spec = replace(served.spec, cache_check=False)
-    assert served.differs_from_clean(commit, rec) == (False, 0.0)  # the recipe turned the check off
+    assert served.differ_from_clean([(commit, rec)]) == ({commit.sha: False}, 0.0)  # the recipe turned the check off
 
 
 @needs_ccache

@@ -100,7 +100,7 @@ def test_a_neighbour_reuses_the_build_tree_and_gets_the_clean_binary(chain, tmp_
     for commit, rec in zip(commits[:5], records, strict=True):
         assert rec.artifact == clean.build(commit).artifact  # the binary a clean build gives
         assert (Path(rec.checkout) / "bench").is_file()  # copied where the benchmark runs it
-        assert incremental.differs_from_clean(commit, rec)[0] is False
+        assert incremental.differ_from_clean([(commit, rec)])[0][commit.sha] is False
 
 
 def test_a_failing_incremental_build_is_built_clean_and_says_so(chain, tmp_path):
@@ -127,8 +127,8 @@ def test_a_stale_incremental_tree_is_named_when_the_ends_are_checked(chain, tmp_
     builder.build(parent)
     stale = builder.build(culprit)
     assert stale.ok and stale.how is BuildHow.INCREMENTAL and _compiled(stale.log_path) == []
-    differs, seconds = builder.differs_from_clean(culprit, stale)
-    assert differs and seconds > 0
+    differs, seconds = builder.differ_from_clean([(culprit, stale)])
+    assert differs == {culprit.sha: True} and seconds > 0
 
 
 def _bisected(commits, culprit, build) -> Outcome:

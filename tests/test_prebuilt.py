@@ -96,7 +96,7 @@ def test_an_archive_replaces_the_build_and_a_missing_one_is_built(built, tmp_pat
             assert "$ make bench" in log
     assert builder.fresh_builds == len(commits)  # records; what ran: the log's commands
     # a culprit's end that was unpacked is built here and compared: the same binary, no warning
-    assert builder.differs_from_clean(with_archive[0], builder.build(with_archive[0]))[0] is False
+    assert builder.differ_from_clean([(with_archive[0], builder.build(with_archive[0]))])[0][with_archive[0].sha] is False
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_a_wrong_binary_that_was_published_is_named_by_the_ends_check(built, tmp
     builder = _builder(tmp_path, tree.path, "w", f"{store}/{{sha}}.tar.gz")
     rec = builder.build(c)
     assert rec.how is BuildHow.PREBUILT and rec.artifact != records[c.sha].artifact
-    assert builder.differs_from_clean(c, rec)[0] is True
+    assert builder.differ_from_clean([(c, rec)])[0][c.sha] is True
 
 
 @pytest.fixture

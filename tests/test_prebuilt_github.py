@@ -129,7 +129,7 @@ def test_artifacts_replace_the_build_asked_once_per_commit(built, tmp_path, gith
     assert {s.authorization for s in github.by("api")} == {f"Bearer {TOKEN}"}
     assert len(github.by("storage")) == len(published) and {s.authorization for s in github.by("storage")} == {None}
     # a culprit's end that was unpacked is built here and compared: the same binary, no warning
-    assert builder.differs_from_clean(published[0], builder.build(published[0]))[0] is False
+    assert builder.differ_from_clean([(published[0], builder.build(published[0]))])[0][published[0].sha] is False
 
 
 def _zip_with(name: str, data: bytes, mode: int) -> bytes:
@@ -300,7 +300,7 @@ def test_a_wrong_binary_under_a_matching_digest_is_named_by_the_ends_check(built
     builder = _builder(tmp_path, tree.path, "w", _source(github.api_url))
     rec = builder.build(c)
     assert rec.how is BuildHow.PREBUILT and rec.artifact != records[c.sha].artifact
-    assert builder.differs_from_clean(c, rec)[0] is True
+    assert builder.differ_from_clean([(c, rec)])[0][c.sha] is True
 
 
 def test_the_documented_table_loads():

@@ -90,25 +90,18 @@ class CheckoutBuilder:
         source = self.step.prebuilt
         return source.among(shas) if source is not None else frozenset()
 
-    def differs_from_clean(
-        self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES
-    ) -> tuple[bool, float]:
-        """Whether `commit` built again clean, in a fresh checkout with nothing served from the
-        compiler cache, gives other artifacts than `record` (a build the cache served some of,
-        or an incremental one), and the seconds that build took. The check costs a build; it
-        needs the recipe's artifacts, and there is nothing to check in a clean build the cache
-        served nothing, nor with `[build] cache_check = false`. The clean digest is kept in the
-        work dir, with when its build started and finished: the same build checked again (a
-        rerun, the daemon's next bisection ending at the same commit) is compared with it
-        without a build."""
-        check = self._check(commit, record, overrides)
-        return check.differs, check.seconds
-
     def differ_from_clean(self, builds: Sequence[tuple[CommitInfo, BuildRecord]], width: int = 1) -> tuple[dict[str, bool], float]:
-        """`differs_from_clean` for several builds (a culprit's two ends), up to `width` of them
-        at once (the run's build width): built together, one's configure and link overlap the
-        other's compilations (benchmarks/REAL.md). Each commit's answer, and the wall seconds
-        from the first check build's start to the last one's end (0 when none was built)."""
+        """Whether each commit built again clean, in a fresh checkout with nothing served from
+        the compiler cache, gives other artifacts than its record (a build the cache served some
+        of, an incremental or a prebuilt one): a culprit's two ends, up to `width` of them at
+        once (the run's build width; built together, one's configure and link overlap the
+        other's compilations, benchmarks/REAL.md). Each commit's answer, and the wall seconds
+        from the first check build's start to the last one's end (0 when none was built). The
+        check costs a build; it needs the recipe's artifacts, and there is nothing to check in a
+        clean build the cache served nothing, nor with `[build] cache_check = false`. The clean
+        digest is kept in the work dir, with when its build started and finished: the same build
+        checked again (a rerun, the daemon's next bisection ending at the same commit) is
+        compared with it without a build."""
         todo = list({c.sha: (c, r) for c, r in builds}.values())
         if width > 1 and len(todo) > 1:
             with ThreadPoolExecutor(max_workers=width) as pool:
@@ -119,7 +112,7 @@ class CheckoutBuilder:
         span = max(c.finished for c in ran) - min(c.started for c in ran) if ran else 0.0
         return {c.sha: k.differs for (c, _), k in zip(todo, checks, strict=True)}, span
 
-    def _check(self, commit: CommitInfo, record: BuildRecord, overrides: Overrides = NO_OVERRIDES) -> _CleanCheck:
+    def _check(self, commit: CommitInfo, record: BuildRecord) -> _CleanCheck:
         reused = record.cache.hits > 0 or record.how in (BuildHow.INCREMENTAL, BuildHow.PREBUILT)
         if not (self.spec.cache_check and record.ok and record.artifact and reused):
             return _CleanCheck(False)
@@ -135,7 +128,7 @@ class CheckoutBuilder:
         started = time.time()  # wall clock: the kept record says when, comparable across checks
         with file_lock(self.workdir.lock(key)):
             try:
-                if not self.checkouts.make(commit.sha, checkout, overrides):
+                if not self.checkouts.make(commit.sha, checkout):
                     with open(log_path, "w", encoding="utf-8") as log:
                         log.write(f"# attrib build of {commit.sha} clean and without the compiler cache, to check {record.key}\n")
                         step = self.step.run(key, checkout, log, bypass_cache=True)

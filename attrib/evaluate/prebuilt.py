@@ -10,7 +10,7 @@ artifact) is `Unusable` with one line, and the commit is built as without the ke
 
 The archive must be what this recipe's own build gives (the same commands, compiler and image):
 attrib cannot tell another toolchain from a regression, which is why a culprit's end that was
-prebuilt is built again here and compared (builds.CheckoutBuilder.differs_from_clean).
+prebuilt is built again here and compared (builds.CheckoutBuilder.differ_from_clean).
 """
 
 from __future__ import annotations
