@@ -270,10 +270,6 @@ class Mirror:
         """How many files differ between two commits' trees."""
         return len([x for x in str(self.git.diff("--name-only", a, b)).splitlines() if x])
 
-    def tracked_files(self, sha: str) -> int:
-        """How many files the commit's tree holds."""
-        return len([x for x in str(self.git.ls_tree("-r", "--name-only", sha)).splitlines() if x])
-
     def revert(self, culprit: str, onto: str, scratch: Path) -> str | None:
         """A commit that reverts `culprit` on top of `onto`, kept under refs/attrib/ in the
         mirror (never in the user's repository); None when the revert does not apply cleanly."""

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import git, spec
+from conftest import spec
 
 from attrib.core.model import BuildHow, Note, NoteKind, Status
 from attrib.demo import DEMO_RECIPE
@@ -38,11 +38,9 @@ TRACKED = _make("params.h")  # bench.o depends on the header the culprit changes
 UNTRACKED = _make("")  # a build that forgets a header dependency: an incremental tree goes stale
 
 
-def _builder(tmp_path: Path, repo: Path, name: str, command: str, incremental: bool, trees: int = 1) -> CheckoutBuilder:
-    """One tree unless asked: every build after the first moves it (a demo commit changes one of
-    a handful of files, which is far enough that a second tree would start empty)."""
+def _builder(tmp_path: Path, repo: Path, name: str, command: str, incremental: bool) -> CheckoutBuilder:
     work = WorkDir((tmp_path / name).resolve())
-    build = BuildSpec(commands=(command,), artifacts=("bench",), incremental=incremental, build_dir="build", incremental_trees=trees)
+    build = BuildSpec(commands=(command,), artifacts=("bench",), incremental=incremental, build_dir="build")
     return CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo)), LocalExecutor(), build)
 
 
@@ -65,13 +63,6 @@ def test_the_keys_parse_and_incremental_needs_a_build_dir_and_artifacts():
     assert not plain.build.incremental and plain.build.build_dir is None
     # the check of a culprit's ends is theirs too: incremental alone may turn it off
     assert not parse_recipe(tomllib.loads(base.replace("incremental = true\n", "incremental = true\ncache_check = false\n")), Path("r.toml")).build.cache_check
-    assert r.build.incremental_trees == 2
-    assert parse_recipe(tomllib.loads(base.replace("incremental = true\n", "incremental = true\nincremental_trees = 4\n")), Path("r.toml")).build.incremental_trees == 4
-    for bad in ("incremental_trees = 0\n", "incremental_trees = true\n", "incremental_trees = 17\n"):
-        with pytest.raises(ConfigError, match=r"build\.incremental_trees.*from 1 to 16"):
-            parse_recipe(tomllib.loads(base.replace("incremental = true\n", "incremental = true\n" + bad)), Path("r.toml"))
-    with pytest.raises(ConfigError, match=r"build\.incremental_trees.*only with build\.incremental"):
-        parse_recipe(tomllib.loads(DEMO_RECIPE.replace("[build]\n", "[build]\nincremental_trees = 2\n", 1)), Path("r.toml"))
     # the reuse never changes what a build gives: not part of the build key
     assert r.build.cache_identity() == parse_recipe(tomllib.loads(DEMO_RECIPE.replace("[build]\n", '[build]\nartifacts = ["bench"]\n', 1)), Path("r.toml")).build.cache_identity()
     for drop, key in (('build_dir = "build"\n', "build.build_dir"), ('artifacts = ["bench"]\n', "build.artifacts")):
@@ -184,49 +175,6 @@ def test_the_next_bisection_in_the_same_work_dir_reuses_the_trees_the_last_one_l
     assert rec.ok and rec.how is BuildHow.INCREMENTAL, rec
     assert f"reusing the build tree of {commits[2].sha}" in Path(rec.log_path).read_text()  # the nearest of the two
     assert rec.artifact == _builder(tmp_path, tree.path, "clean", TRACKED, False).build(commits[4]).artifact
-
-
-def _wide_tree(root: Path) -> dict[str, str]:
-    """A tree of 24 files and four commits: `b` changes 8 of `a`'s files (a third of the tree:
-    far), `c` one of `b`'s, and `d` is `a` with one other file changed (near `a`, far from `c`)."""
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    shas: dict[str, str] = {}
-    for name, changed in (("a", range(24)), ("b", range(8)), ("c", (9,)), ("d", (*range(8), 9, 20))):
-        for i in changed:  # d: the files b and c changed back as a has them, and f20 its own
-            (root / f"f{i:02d}.txt").write_text(f"{i} at {'a' if name == 'd' and i != 20 else name}\n")
-        git(root, "add", "-A")
-        git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", name)
-        shas[name] = git(root, "rev-parse", "HEAD")
-    return shas
-
-
-def _donor(log_path: str) -> str:
-    line = next(x for x in Path(log_path).read_text().splitlines() if x.startswith("# incremental: in "))
-    return line.split("reusing the build tree of ")[1]
-
-
-def test_a_far_build_starts_an_empty_tree_and_the_next_night_reuses_the_one_it_left(tmp_path):
-    """Two trees (the default): the range's far end is built in the empty one, which leaves the
-    first tree where it was; the next night's build near that end moves it, not the far one. One
-    tree (as before there were two in use): every build drags it across the range."""
-    shas = _wide_tree(tmp_path / "repo")
-    command = "mkdir -p build && cat f*.txt > build/all && cp build/all bench"
-    clean = _builder(tmp_path, tmp_path / "repo", "clean", command, False)
-    info = {k: clean.mirror.source.info(v) for k, v in shas.items()}
-    donors: dict[int, list[str]] = {}
-    for trees in (2, 1):
-        night = [_builder(tmp_path, tmp_path / "repo", f"w{trees}", command, True, trees) for _ in range(2)]
-        records = [night[0].build(info[k]) for k in "abc"] + [night[1].build(info["d"])]  # d: another process
-        for rec, key in zip(records, "abcd", strict=True):
-            assert rec.ok and rec.artifact == clean.build(info[key]).artifact, (trees, key, rec.reason)
-        donors[trees] = [_donor(r.log_path) for r in records]
-    empty = "nothing (an empty slot)"
-    assert donors[2] == [empty, empty, shas["b"], shas["a"]]
-    assert donors[1] == [empty, shas["a"], shas["b"], shas["c"]]
-    # a near commit does not start the empty tree: d differs from a in one file of 24
-    near = _builder(tmp_path, tmp_path / "repo", "near", command, True, 2)
-    assert [_donor(near.build(info[k]).log_path) for k in "ad"] == [empty, shas["a"]]
 
 
 def test_checkouts_made_and_discarded_at_once_in_one_mirror_all_succeed(chain, tmp_path):

@@ -2,19 +2,16 @@
 
 A build normally starts from nothing in its own checkout. An incremental one runs in one of a
 few persistent worktrees (slots) of the work dir instead: the slot holding the commit nearest to
-this one (fewest files changed; an empty slot when the nearest is far, FAR_SHARE) is moved to it
-in place, so the files that did not change keep their times and the slot's build directory
-rebuilds only what depends on those that did; every other untracked file goes. The artifacts it
-makes are hashed there and copied into the commit's own checkout, where the benchmark runs them:
-so the benchmark must run the artifacts alone (static or `$ORIGIN`-relative links, nothing read
-from the build directory by absolute path).
+this one (fewest files changed) is moved to it in place, so the files that did not change keep
+their times and the slot's build directory rebuilds only what depends on those that did; every
+other untracked file goes. The artifacts it makes are hashed there and copied into the commit's
+own checkout, where the benchmark runs them: so the benchmark must run the artifacts alone
+(static or `$ORIGIN`-relative links, nothing read from the build directory by absolute path).
 
 Why slots and not the neighbour's checkout: a build directory (CMake's above all) names its
 source directory by absolute path, so it cannot be copied beside another checkout; and moving
-a checkout the search still measures would change what it runs. A work dir keeps `[build]
-incremental_trees` of them (2 unless the recipe says; each is a checkout and its build directory
-on disk). A tree with submodules is built clean (the slot is moved by git alone and would keep
-the old pins).
+a checkout the search still measures would change what it runs. A tree with submodules is
+built clean (the slot is moved by git alone and would keep the old pins).
 """
 
 from __future__ import annotations
@@ -33,11 +30,7 @@ from attrib.gitrepo import Mirror
 from attrib.recipe import BuildSpec
 from attrib.workdir import WorkDir
 
-# A tree this far from a build (the share of the commit's files a move would change) is left where
-# it is while a slot is empty: such a move recompiles about what a build from nothing does, and the
-# tree it would carry away is the one a later build near it (the range's other end, the next
-# night's ends) can reuse. An empty slot is taken at most once per slot in a work dir's life.
-FAR_SHARE = 1 / 8
+SLOTS = 2  # persistent worktrees per build identity: the nearest of them is reused
 
 Build = Callable[[Path], str]  # the recipe's commands in a directory: "" or why they failed
 
@@ -62,26 +55,16 @@ class IncrementalTrees:
         return self.workdir.incremental_slot(self.identity, index)
 
     def nearest(self, sha: str) -> int:
-        """The slot to build `sha` in: the one holding the commit that differs from it in the fewest
-        files; an empty one when none holds a commit, or when that one differs in more than
-        FAR_SHARE of the commit's files (it stays for a build nearer it)."""
-        held: list[tuple[int, int]] = []
-        empty: list[int] = []
-        for index in range(self.spec.incremental_trees):
-            commit = self._held(index)
+        """The slot to reuse for `sha`: the one whose commit differs from it in the fewest files;
+        an empty slot before a far one only when no slot holds a commit."""
+        distances = []
+        for index in range(SLOTS):
+            held = self._held(index)
             try:
-                if commit:
-                    held.append((self.mirror.changed_files(commit, sha), index))
-                    continue
+                distances.append((self.mirror.changed_files(held, sha) if held else 1 << 30, index))
             except git.GitCommandError:
-                pass  # a commit the mirror no longer has: the slot is as good as empty
-            empty.append(index)
-        if not held:
-            return empty[0]
-        distance, index = min(held)
-        if empty and distance > FAR_SHARE * self.mirror.tracked_files(sha):
-            return empty[0]
-        return index
+                distances.append((1 << 30, index))
+        return min(distances)[1]
 
     def build(self, sha: str, checkout: Path, run: Build, log: TextIO) -> tuple[str, str]:
         """Build `sha` in the nearest slot and copy its artifacts into `checkout`. Returns (why it

@@ -29,8 +29,6 @@ DEFAULT_REPS = 10  # samples asked of one benchmark run ({reps}); one run is one
 DEFAULT_BISECT_MIN_CHANGE_PCT = 2.0  # a bisection's: smaller steps are not worth naming a culprit for (core/detect.py has DEFAULT_DETECT_MIN_CHANGE_PCT)
 DEFAULT_MEMORY = "4g"  # memory limit of a build or benchmark container
 DEFAULT_CACHE_SIZE = "5g"  # [build] cache_size: what the compiler cache may hold
-DEFAULT_INCREMENTAL_TREES = 2  # [build] incremental_trees: each a checkout and its build dir on disk
-MAX_INCREMENTAL_TREES = 16
 DEFAULT_GITHUB_API = "https://api.github.com"  # [build.prebuilt_github] api_url
 DEFAULT_GITHUB_TOKEN_ENV = "GITHUB_TOKEN"  # [build.prebuilt_github] token_env
 BLOCK_STATISTICS = tuple(BlockStatistic)  # docs/statistics.md: how a block is summarised
@@ -159,7 +157,6 @@ class BuildSpec:
     # checkout, that a build reuses from the nearest commit already built
     incremental: bool = False
     build_dir: str | None = None
-    incremental_trees: int = DEFAULT_INCREMENTAL_TREES  # how many such trees the work dir keeps (disk)
     # where a commit's build may already exist (evaluate/prebuilt.py): a URL or an absolute path
     # with {sha}; its archive replaces the build, and `<archive>.sha256` is checked when published
     prebuilt: str | None = None
@@ -193,7 +190,7 @@ class BuildSpec:
         # hands the compiler relative paths, so a build embedding __FILE__ (an assert's message)
         # differs from one without the cache by those strings (libgit2: benchmarks/REAL.md).
         # The same code, but not the same digest: builds of the two are never mixed.
-        for name in ("cache_size", "cache_dir", "cache_check", "incremental", "build_dir", "incremental_trees"):
+        for name in ("cache_size", "cache_dir", "cache_check", "incremental", "build_dir"):
             del fields[name]  # the cache's size and place, a reused build dir: the bytes a clean build gives
         blob = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()

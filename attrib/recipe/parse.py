@@ -43,14 +43,12 @@ from attrib.recipe.model import (
     DEFAULT_GBENCH_UNIT,
     DEFAULT_GITHUB_API,
     DEFAULT_GITHUB_TOKEN_ENV,
-    DEFAULT_INCREMENTAL_TREES,
     DEFAULT_MEMORY,
     DEFAULT_NVBENCH_UNIT,
     DEFAULT_REPS,
     DEFAULT_RUN_TIMEOUT_S,
     DEFAULT_THROTTLE_FRACTION,
     GBENCH_TIMES,
-    MAX_INCREMENTAL_TREES,
     NVBENCH_STOPPING,
     RUNNERS,
     SCHEMA_VERSION,
@@ -103,7 +101,6 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "cache_size": (_rule(str, lambda v: re.fullmatch(r"[1-9][0-9]*[kmgt]", v.lower()) is not None, 'a size such as "5g" or "500m"'), False),
     "cache_check": (_BOOL, False),
     "incremental": (_BOOL, False),
-    "incremental_trees": (_rule(int, lambda v: 1 <= v <= MAX_INCREMENTAL_TREES, f"a whole number of build trees from 1 to {MAX_INCREMENTAL_TREES}, such as 2"), False),
     "targets": (
         _rule(tuple[str, ...], lambda v: len(v) > 0 and all(x and not x.startswith("-") for x in v), 'a non-empty list of build target names, such as ["zlibstatic"]'),
         False,
@@ -295,8 +292,6 @@ def _check_build(path: Path, build_t: dict[str, Any]) -> None:
         raise ConfigError(path, "build.cache_check", "only with build.cache, build.incremental, build.prebuilt or build.prebuilt_github: what it checks")
     if "targets" in build_t and not any("{targets}" in c for c in build_t["commands"]):
         raise ConfigError(path, "build.targets", "no build command says where they go: put {targets} in one, such as \"cmake --build build --target {targets}\"")
-    if "incremental_trees" in build_t and not build_t.get("incremental"):
-        raise ConfigError(path, "build.incremental_trees", "only with build.incremental = true: how many build trees it keeps")
     if build_t.get("incremental"):
         for key, why in (("build_dir", "the out-of-tree build directory to reuse"), ("artifacts", "what the benchmark runs, hashed and copied from the reused tree")):
             if key not in build_t:
@@ -383,7 +378,6 @@ def _build_spec(path: Path, build_t: dict[str, Any]) -> BuildSpec:
         cache_check=bool(build_t.get("cache_check", True)),
         incremental=bool(build_t.get("incremental", False)),
         build_dir=build_t.get("build_dir"),
-        incremental_trees=int(build_t.get("incremental_trees", DEFAULT_INCREMENTAL_TREES)),
         prebuilt=build_t.get("prebuilt"),
         prebuilt_github=_prebuilt_github(path, build_t["prebuilt_github"]) if "prebuilt_github" in build_t else None,
         targets=tuple(build_t.get("targets", ())),

@@ -56,10 +56,6 @@ VARIANTS: dict[str, dict] = {
     "incremental-nocheck": {"incremental": True, "build_dir": "build", "cache_check": False},
     "both": {"cache": CompilerCache.CCACHE, "incremental": True, "build_dir": "build"},
     "both-nocheck": {"cache": CompilerCache.CCACHE, "incremental": True, "build_dir": "build", "cache_check": False},
-    # one incremental tree: what the default two gave before session 38, when the second was
-    # started only if the first held no commit (so never, in one-at-a-time builds)
-    "incremental-1tree": {"incremental": True, "build_dir": "build", "incremental_trees": 1},
-    "both-1tree": {"cache": CompilerCache.CCACHE, "incremental": True, "build_dir": "build", "incremental_trees": 1},
 }
 
 
