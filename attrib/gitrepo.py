@@ -266,10 +266,6 @@ class Mirror:
         tree.checkout("--detach", "--force", sha)
         tree.clean("-ffdxq", "-e", f"/{keep.strip('/')}")
 
-    def changed_files(self, a: str, b: str) -> int:
-        """How many files differ between two commits' trees."""
-        return len([x for x in str(self.git.diff("--name-only", a, b)).splitlines() if x])
-
     def revert(self, culprit: str, onto: str, scratch: Path) -> str | None:
         """A commit that reverts `culprit` on top of `onto`, kept under refs/attrib/ in the
         mirror (never in the user's repository); None when the revert does not apply cleanly."""

@@ -164,8 +164,8 @@ def test_the_ends_are_checked_together_and_a_stale_end_is_named_at_either_side(c
 
 
 def test_the_next_bisection_in_the_same_work_dir_reuses_the_trees_the_last_one_left(chain, tmp_path):
-    """The daemon's next night: another process, the same work dir. Its first build takes the
-    tree nearest to it among those the previous bisection left, and the clean binary comes out."""
+    """The daemon's next night: another process, the same work dir. Its first build moves the
+    tree the previous bisection left, and the clean binary comes out."""
     tree, commits = chain
     last_night = _builder(tmp_path, tree.path, "w", TRACKED, True)
     for c in commits[:3]:
@@ -173,7 +173,7 @@ def test_the_next_bisection_in_the_same_work_dir_reuses_the_trees_the_last_one_l
     tonight = _builder(tmp_path, tree.path, "w", TRACKED, True)
     rec = tonight.build(commits[4])
     assert rec.ok and rec.how is BuildHow.INCREMENTAL, rec
-    assert f"reusing the build tree of {commits[2].sha}" in Path(rec.log_path).read_text()  # the nearest of the two
+    assert f"reusing the build tree of {commits[2].sha}" in Path(rec.log_path).read_text()  # the last one built
     assert rec.artifact == _builder(tmp_path, tree.path, "clean", TRACKED, False).build(commits[4]).artifact
 
 

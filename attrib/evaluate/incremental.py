@@ -1,17 +1,23 @@
 """Incremental build trees (`[build] incremental = true`, with `build_dir` and `artifacts`).
 
-A build normally starts from nothing in its own checkout. An incremental one runs in one of a
-few persistent worktrees (slots) of the work dir instead: the slot holding the commit nearest to
-this one (fewest files changed) is moved to it in place, so the files that did not change keep
-their times and the slot's build directory rebuilds only what depends on those that did; every
-other untracked file goes. The artifacts it makes are hashed there and copied into the commit's
-own checkout, where the benchmark runs them: so the benchmark must run the artifacts alone
-(static or `$ORIGIN`-relative links, nothing read from the build directory by absolute path).
+A build normally starts from nothing in its own checkout. An incremental one runs in a
+persistent worktree of the work dir instead (one per build identity), moved to the commit in
+place, so the files that did not change keep their times and its build directory rebuilds only
+what depends on those that did; every other untracked file goes. The artifacts it makes are
+hashed there and copied into the commit's own checkout, where the benchmark runs them: so the
+benchmark must run the artifacts alone (static or `$ORIGIN`-relative links, nothing read from
+the build directory by absolute path).
 
-Why slots and not the neighbour's checkout: a build directory (CMake's above all) names its
-source directory by absolute path, so it cannot be copied beside another checkout; and moving
-a checkout the search still measures would change what it runs. A tree with submodules is
-built clean (the slot is moved by git alone and would keep the old pins).
+Why a worktree of its own and not the neighbour's checkout: a build directory (CMake's above
+all) names its source directory by absolute path, so it cannot be copied beside another
+checkout; and moving a checkout the search still measures would change what it runs. A tree
+with submodules is built clean (the worktree is moved by git alone and would keep the old pins).
+
+Why one tree: a second, started where the nearest was far (the range's other end, to stay for
+the next night's), was measured on zlib-ng (benchmarks/REAL.md, s38) and lost: the far end
+built clean took twice what moving the one tree there did, and the next night's moves cost the
+same from either tree, because what a move recompiles is set by the headers nearly every
+source includes, not by how far it goes.
 """
 
 from __future__ import annotations
@@ -30,8 +36,6 @@ from attrib.gitrepo import Mirror
 from attrib.recipe import BuildSpec
 from attrib.workdir import WorkDir
 
-SLOTS = 2  # persistent worktrees per build identity: the nearest of them is reused
-
 Build = Callable[[Path], str]  # the recipe's commands in a directory: "" or why they failed
 
 
@@ -44,37 +48,23 @@ class IncrementalTrees:
         self.build_dir = spec.build_dir
         self.identity = hashlib.sha256(identity.encode()).hexdigest()[:16]
 
-    def _held(self, index: int) -> str:
-        """The commit slot `index` was last built at ("" when none, or its build failed)."""
-        try:
-            return (self._slot(index).parent / f"{index}.sha").read_text().strip()
-        except OSError:
-            return ""
-
-    def _slot(self, index: int) -> Path:
-        return self.workdir.incremental_slot(self.identity, index)
-
-    def nearest(self, sha: str) -> int:
-        """The slot to reuse for `sha`: the one whose commit differs from it in the fewest files;
-        an empty slot before a far one only when no slot holds a commit."""
-        distances = []
-        for index in range(SLOTS):
-            held = self._held(index)
-            try:
-                distances.append((self.mirror.changed_files(held, sha) if held else 1 << 30, index))
-            except git.GitCommandError:
-                distances.append((1 << 30, index))
-        return min(distances)[1]
+    def _tree(self) -> tuple[Path, Path]:
+        """The worktree and the file naming the commit it was last built at (empty when none,
+        or when that build did not finish)."""
+        slot = self.workdir.incremental_slot(self.identity, 0)
+        return slot, slot.parent / "0.sha"
 
     def build(self, sha: str, checkout: Path, run: Build, log: TextIO) -> tuple[str, str]:
-        """Build `sha` in the nearest slot and copy its artifacts into `checkout`. Returns (why it
-        failed or "", the commit whose build tree was reused or "" when the slot started empty)."""
+        """Build `sha` in the tree, moved to it, and copy its artifacts into `checkout`. Returns
+        (why it failed or "", the commit whose build tree was reused or "" when it started empty)."""
         if (checkout / ".gitmodules").exists():
             return "the tree has submodules, which an incremental tree does not follow", ""
-        index = self.nearest(sha)
-        slot, marker = self._slot(index), self._slot(index).parent / f"{index}.sha"
-        with file_lock(self.workdir.lock(f"incremental-{self.identity}-{index}")):
-            donor = self._held(index)
+        slot, marker = self._tree()
+        with file_lock(self.workdir.lock(f"incremental-{self.identity}-0")):
+            try:
+                donor = marker.read_text().strip()
+            except OSError:
+                donor = ""
             try:
                 if donor and slot.is_dir():
                     self.mirror.move(slot, sha, self.build_dir)
