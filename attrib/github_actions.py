@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from attrib.http import HttpClient
@@ -103,6 +104,12 @@ class Actions:
         """The artifact's zip (ResponseTooLarge beyond `max_bytes`), from wherever the API's 302
         sends, without the token."""
         return self.http.download(f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip", need=NEED, max_bytes=max_bytes)
+
+    def download_to(self, artifact_id: int, dest: Path, max_bytes: int) -> int:
+        """`download`, the zip written to the file `dest` as it arrives; its size. No file is
+        left at `dest` when it fails."""
+        path = f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip"
+        return self.http.download_to(path, dest, need=NEED, max_bytes=max_bytes)
 
     def _id(self, item: dict[str, Any], path: str) -> int:
         value = item.get("id")

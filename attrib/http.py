@@ -19,6 +19,12 @@ redirect to another origin (an artifact download answers 302 to a storage host: 
 no token, nor any header a signer added). Every answer is read with a byte bound. Each caller
 names the error its boundary raises (`error`: TrackerError, UpstreamError, ClientError); a
 too-long answer is ResponseTooLarge for all of them.
+
+A large answer (a prebuilt archive, an artifact's zip: gigabytes) is written to a file as it
+arrives (`download_to`, `send(into=)`), so memory holds one chunk whatever its size. A retry
+starts the file again; an error leaves no file. A body shorter than its Content-Length (a
+connection dropped mid-answer, which http.client's read1 reports only as an early end) is a
+connection failure and retried like one, never taken for the whole answer.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from attrib.errors import AttribError, ResponseTooLarge
 
@@ -204,7 +211,11 @@ class HttpClient:
     def __repr__(self) -> str:  # never the headers: they carry the token
         return f"HttpClient({self.base_url!r}, target={self.target!r})"
 
-    def _send(self, method: str, url: str, body: Any, max_bytes: int, sign: Signer | None) -> tuple[int, dict[str, str], bytes]:
+    def _send(
+        self, method: str, url: str, body: Any, max_bytes: int, sign: Signer | None, into: BinaryIO | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One attempt: the status, headers and body (a 2xx body written to `into` instead, from
+        its start, when given: the body returned is then empty)."""
         headers = {"Accept": "application/json", "User-Agent": "attrib", **self._auth}
         data = None
         if isinstance(body, Payload):
@@ -220,12 +231,20 @@ class HttpClient:
         self.attempts += 1
         try:
             with self._opener.open(req, timeout=self._left(what)) as resp:
-                raw = self._read(resp, max_bytes + 1, what)
-                if len(raw) > max_bytes:
+                chunks: list[bytes] = []
+                if into is not None:
+                    into.seek(0)
+                    into.truncate()  # a retry starts the file again
+                size = self._pump(resp, max_bytes + 1, what, chunks.append if into is None else into.write)
+                if size > max_bytes:
                     raise ResponseTooLarge(f"{self.target}: {what}: the answer is longer than {max_bytes} bytes")
-                return resp.status, dict(resp.headers.items()), raw
+                if resp.length:  # bytes of its Content-Length never came: the connection dropped
+                    raise http.client.IncompleteRead(b"", resp.length)
+                return resp.status, dict(resp.headers.items()), b"".join(chunks)
         except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers.items()) if exc.headers else {}, self._read(exc, MAX_ERROR_BYTES, what)
+            chunks = []
+            self._pump(exc, MAX_ERROR_BYTES, what, chunks.append)
+            return exc.code, dict(exc.headers.items()) if exc.headers else {}, b"".join(chunks)
 
     def _left(self, what: str) -> float:
         """The timeout for the next connect or read: `timeout_s`, or less when the deadline is
@@ -237,9 +256,9 @@ class HttpClient:
             raise self.error(f"{self.target}: {what}: no complete answer within {self.deadline_s:g} s")
         return min(self.timeout_s, left)
 
-    def _read(self, resp: Any, limit: int, what: str) -> bytes:
-        """At most `limit` bytes of the answer, each read given only the time left."""
-        chunks: list[bytes] = []
+    def _pump(self, resp: Any, limit: int, what: str, write: Callable[[bytes], object]) -> int:
+        """At most `limit` bytes of the answer handed to `write` a chunk at a time, each read
+        given only the time left; how many."""
         size = 0
         while size < limit:
             if self._sockets.last is not None:
@@ -247,9 +266,9 @@ class HttpClient:
             chunk = resp.read1(min(READ_CHUNK, limit - size))
             if not chunk:
                 break
-            chunks.append(chunk)
+            write(chunk)
             size += len(chunk)
-        return b"".join(chunks)
+        return size
 
     def request(
         self,
@@ -275,22 +294,59 @@ class HttpClient:
     def download(self, path: str, *, need: str, max_bytes: int, params: Mapping[str, str | int] | None = None) -> bytes:
         """The raw body of a GET's 2xx answer, at most `max_bytes` (ResponseTooLarge beyond),
         after any redirects (to another origin without the credentials)."""
-        got = self._exchange("GET", path, None, params, None, max_bytes, None, answer_last=False)
+        return self._download(path, need, max_bytes, params, None).body
+
+    def download_to(
+        self, path: str, dest: Path, *, need: str, max_bytes: int, params: Mapping[str, str | int] | None = None
+    ) -> int:
+        """`download`, its body written to the file `dest` as it arrives (memory holds a chunk);
+        how many bytes. A retry starts the file again; any error leaves no file at `dest`."""
+        self._to_file(dest, lambda into: self._download(path, need, max_bytes, params, into))
+        return dest.stat().st_size
+
+    def _download(self, path: str, need: str, max_bytes: int, params: Mapping[str, str | int] | None, into: BinaryIO | None) -> Answer:
+        got = self._exchange("GET", path, None, params, None, max_bytes, None, answer_last=False, into=into)
         assert isinstance(got, Answer)  # no recheck: an answer or an error
         if not 200 <= got.status < 300:
             raise self.error(self._message(got.status, need, got.body))
-        return got.body
+        return got
 
     def send(
-        self, method: str, path: str, *, body: Payload | None = None, sign: Signer | None = None, max_bytes: int = MAX_RESPONSE_BYTES
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Payload | None = None,
+        sign: Signer | None = None,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+        into: Path | None = None,
     ) -> Answer:
         """The server's answer whatever its status, for a caller that words errors itself (the
         daemon's clients). Retried like `request`; when the retries are spent, or the server
         asks to wait longer than allowed, its last answer is returned. `sign` is called for
-        every attempt, so a retried signed request carries the time it was sent at."""
-        got = self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True)
+        every attempt, so a retried signed request carries the time it was sent at. With
+        `into`, a 2xx body is written to that file as it arrives (the Answer's body is empty);
+        any other answer or an error leaves no file there."""
+        if into is None:
+            got = self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True)
+        else:
+            got = self._to_file(into, lambda f: self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True, into=f))
         assert isinstance(got, Answer)
         return got
+
+    @staticmethod
+    def _to_file(dest: Path, exchange: Callable[[BinaryIO], Any]) -> Any:
+        """What `exchange` returns, given `dest` open for writing; `dest` removed unless that is
+        a 2xx Answer (an error, a too-long answer, another status: no partial file stays)."""
+        kept = False
+        try:
+            with dest.open("wb") as f:
+                got = exchange(f)
+            kept = isinstance(got, Answer) and 200 <= got.status < 300
+            return got
+        finally:
+            if not kept:
+                dest.unlink(missing_ok=True)
 
     def _exchange(
         self,
@@ -303,6 +359,7 @@ class HttpClient:
         sign: Signer | None,
         *,
         answer_last: bool,
+        into: BinaryIO | None = None,
     ) -> Any:
         """An Answer that needs no retry (2xx, or a status that retrying cannot change), or what
         `recheck` found. Retryable answers are retried; when the retries are spent (or the wait
@@ -316,7 +373,7 @@ class HttpClient:
                     return done
             wait = self.backoff_s * 2 ** (attempt - 1)
             try:
-                status, headers, raw = self._send(method, url, body, max_bytes, sign)
+                status, headers, raw = self._send(method, url, body, max_bytes, sign, into)
             except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
                 reason = str(getattr(exc, "reason", None) or exc.__class__.__name__)
                 last, answer = f"connection failed ({reason})", None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import random
 import tarfile
 import threading
 import tomllib
@@ -21,6 +22,7 @@ from conftest import spec
 from attrib.core.model import BuildHow
 from attrib.demo import DEMO_RECIPE
 from attrib.errors import ConfigError
+from attrib.evaluate import prebuilt
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
 from attrib.evaluate.prebuilt import MAX_LOOKUPS, PrebuiltArchives
@@ -227,3 +229,95 @@ def test_over_http_a_server_that_does_not_answer_is_asked_about_one_commit(tmp_p
         listener.close()
         thread.join(5)
     assert 1 <= len(accepted) <= 2  # one commit, its client's two attempts: not 40 commits' worth
+
+
+def _unpack_spied(monkeypatch, source: PrebuiltArchives, sha: str, tmp_path: Path):
+    """`source.unpack` of `sha`, with what unpack_tar was handed (the path, whether it was a
+    file then, its size); and whether the scratch dir was left behind."""
+    seen: list[tuple[Path, bool, int]] = []
+    real = prebuilt.unpack_tar
+
+    def spy(archive: Path, into: Path) -> None:
+        seen.append((archive, archive.is_file(), archive.stat().st_size))
+        real(archive, into)
+
+    monkeypatch.setattr(prebuilt, "unpack_tar", spy)
+    checkout, scratch = tmp_path / "checkout", tmp_path / "work" / "scratch" / "prebuilt-key"
+    checkout.mkdir(exist_ok=True)
+    got = source.unpack(sha, checkout, scratch)
+    return got, seen, scratch.exists(), checkout
+
+
+def test_an_archive_is_unpacked_from_a_file_never_from_memory(monkeypatch, tmp_path, server):
+    """A directory's archive is opened where it lies; an HTTP one is written to a file in the
+    build's scratch dir, which is gone once the unpacking is done."""
+    sha = "ab" * 20
+    archive = _tar({"bench": b"\x7fELF a binary"})
+    store = tmp_path / "store"
+    _publish(store, sha, archive)
+    got, seen, left, checkout = _unpack_spied(monkeypatch, PrebuiltArchives(f"{store}/{{sha}}.tar.gz", ("bench",)), sha, tmp_path)
+    assert got == prebuilt.Unpacked(checked=True) and (checkout / "bench").read_bytes() == b"\x7fELF a binary"
+    assert seen == [(store / f"{sha}.tar.gz", True, len(archive))] and not left  # no copy of it
+
+    root, url = server
+    _publish(root, sha, archive)
+    got, seen, left, _ = _unpack_spied(monkeypatch, PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)), sha, tmp_path)
+    assert got == prebuilt.Unpacked(checked=True)
+    ((path, was_file, size),) = seen
+    assert was_file and size == len(archive) and path.parent == tmp_path / "work" / "scratch" / "prebuilt-key"
+    assert not left and not path.exists()  # removed with the scratch dir
+
+
+def test_an_http_archive_whose_connection_drops_is_fetched_again_whole(tmp_path):
+    """The first answer stops halfway through the archive (its Content-Length promising all of
+    it). Taken as the whole archive it was refused (its digest differs, or it does not unpack)
+    and the commit built; fetched again, it unpacks and matches its published digest."""
+    sha = "cd" * 20
+    binary = random.Random(31).randbytes(256 << 10)  # incompressible: the archive is as long
+    archive = _tar({"bench": binary})
+    digest = f"{hashlib.sha256(archive).hexdigest()}  {sha}.tar.gz\n".encode()
+    gets: list[str] = []
+
+    class Dropping(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            gets.append(self.path)
+            body = archive if self.path.endswith(".tar.gz") else digest
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.path.endswith(".tar.gz") and gets.count(self.path) == 1:
+                self.wfile.write(body[: len(body) // 2])
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Dropping)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        source = PrebuiltArchives(f"http://127.0.0.1:{httpd.server_address[1]}/{{sha}}.tar.gz", ("bench",))
+        checkout = tmp_path / "checkout"
+        checkout.mkdir()
+        got = source.unpack(sha, checkout, tmp_path / "scratch")
+    finally:
+        httpd.shutdown()
+        thread.join(5)
+    assert got == prebuilt.Unpacked(checked=True), got
+    assert gets == [f"/{sha}.tar.gz", f"/{sha}.tar.gz", f"/{sha}.tar.gz.sha256"]
+    assert (checkout / "bench").read_bytes() == binary
+
+
+def test_an_http_archive_too_large_is_refused_and_leaves_nothing(monkeypatch, tmp_path, server):
+    root, url = server
+    sha = "ef" * 20
+    _publish(root, sha, _tar({"bench": random.Random(31).randbytes(64 << 10)}), digest=None)  # no compression helps
+    monkeypatch.setattr(prebuilt, "MAX_ARCHIVE_BYTES", 4096)
+    checkout, scratch = tmp_path / "checkout", tmp_path / "scratch"
+    checkout.mkdir()
+    got = PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).unpack(sha, checkout, scratch)
+    assert isinstance(got, prebuilt.Unusable) and got.why.endswith("the answer is longer than 4096 bytes"), got
+    assert got.why.startswith(f"prebuilt {url}/{sha}.tar.gz: ")
+    assert not scratch.exists() and not any(checkout.iterdir())

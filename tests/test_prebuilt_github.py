@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import random
 import socket
 import stat
 import tomllib
@@ -309,3 +310,39 @@ def test_the_documented_table_loads():
     text = 'schema = 1\nname = "docs"\n' + block + DEMO_RECIPE[DEMO_RECIPE.index("[[benchmark]]") :]
     r = parse_recipe(tomllib.loads(text), Path("recipes.md"))
     assert r.build.prebuilt_github == PrebuiltGithub("acme/kernels", "build.yml", "bench-{sha}")
+
+
+def test_an_artifact_is_unpacked_from_files_in_the_scratch_dir_never_from_memory(tmp_path, github: FakeActions, monkeypatch):
+    """The zip is written to a file in the build's scratch dir as it downloads; a zip of one tar
+    has that tar copied out beside it and unpacked from there; none of it outlives the unpacking."""
+    sha, binary = "ab" * 20, b"\x7fELF the binary CI built"
+    inner = tar_gz({"bench": binary})
+    github.publish(sha, zip_of({"bench.tar.gz": inner}, mode=0o644), f"bench-{sha}")
+    seen: list[tuple[Path, bytes, list[str]]] = []
+    real = prebuilt_github.unpack_tar
+
+    def spy(archive: Path, into: Path) -> None:
+        seen.append((archive, archive.read_bytes(), sorted(p.name for p in archive.parent.iterdir())))
+        real(archive, into)
+
+    monkeypatch.setattr(prebuilt_github, "unpack_tar", spy)
+    checkout, scratch = tmp_path / "checkout", tmp_path / "work" / "scratch" / "prebuilt-key"
+    checkout.mkdir()
+    got = prebuilt_github.GithubArtifacts(_source(github.api_url), ("bench",)).unpack(sha, checkout, scratch)
+    assert got == prebuilt_github.Unpacked(checked=True) and (checkout / "bench").read_bytes() == binary
+    ((path, content, beside),) = seen
+    assert path.parent == scratch and content == inner  # the tar, copied out whole
+    assert beside == ["artifact.zip", "artifact.zip.tar", "tree"]  # the zip downloaded beside it
+    assert not scratch.exists()  # all of it removed with the scratch dir
+
+
+def test_a_zip_member_larger_than_the_bound_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
+    """A zip of one tar larger than MAX_ARCHIVE_BYTES: refused (its header says so), and nothing of
+    it is left beside the zip."""
+    zipped = tmp_path / "artifact.zip"
+    zipped.write_bytes(zip_of({"bench.tar": tar_gz({"bench": random.Random(31).randbytes(16 << 10)})}))  # incompressible
+    monkeypatch.setattr(prebuilt_github, "MAX_ARCHIVE_BYTES", 1000)
+    (tmp_path / "tree").mkdir()
+    with pytest.raises(ValueError, match="its files add up to more than"):
+        prebuilt_github.unpack_zip(zipped, tmp_path / "tree")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["artifact.zip", "tree"] and not any((tmp_path / "tree").iterdir())

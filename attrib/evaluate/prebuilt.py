@@ -8,6 +8,11 @@ must hold every artifact glob, and only then copied into the checkout. Anything 
 archive, no answer, a digest that differs, an archive that does not unpack or lacks an
 artifact) is `Unusable` with one line, and the commit is built as without the key.
 
+An archive is never held in memory: a directory's is read where it lies, an HTTP one is written
+to a file in the build's scratch directory as it arrives (beside the tree it unpacks to, and
+removed with it), and its digest is computed over that file a chunk at a time: what unpacking
+one costs in memory does not grow with its size.
+
 The archive must be what this recipe's own build gives (the same commands, compiler and image):
 attrib cannot tell another toolchain from a regression, which is why a culprit's end that was
 prebuilt is built again here and compared (builds.CheckoutBuilder.differ_from_clean).
@@ -16,14 +21,14 @@ prebuilt is built again here and compared (builds.CheckoutBuilder.differ_from_cl
 from __future__ import annotations
 
 import hashlib
-import io
 import lzma
 import shutil
 import tarfile
 import urllib.parse
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,6 +40,7 @@ from attrib.http import HttpClient
 MAX_LOOKUPS = 64  # commits of a range asked about over HTTP for the search's preference
 MAX_ARCHIVE_BYTES = 2 << 30  # a prebuilt tree larger than this is built instead
 MAX_UNPACKED_BYTES = 8 << 30  # what its files may add up to once unpacked (a bomb stops here)
+MAX_DIGEST_BYTES = 64 << 10  # a published `.sha256`: one line, or a short listing
 DIGEST_SUFFIX = ".sha256"
 # what a broken archive raises while it is unpacked (tarfile, zipfile, their decompressors)
 UNPACK_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
@@ -61,33 +67,48 @@ class PrebuiltSource(Protocol):
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable: ...
 
 
-def unpack_tar(data: bytes, into: Path) -> None:
-    """A tar archive (any compression tarfile reads) unpacked into `into` with the "data" filter
-    (no absolute paths, no `..`, no links out, no devices); UNPACK_ERRORS otherwise."""
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+def unpack_tar(archive: Path, into: Path) -> None:
+    """The tar archive at `archive` (any compression tarfile reads) unpacked into `into` with the
+    "data" filter (no absolute paths, no `..`, no links out, no devices); UNPACK_ERRORS
+    otherwise. Read from the file as it unpacks: memory does not grow with the archive."""
+    with tarfile.open(name=archive) as tar:
         if sum(m.size for m in tar.getmembers()) > MAX_UNPACKED_BYTES:
             raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
         tar.extractall(into, filter="data")
 
 
-def install(label: str, fill: Callable[[Path], None], checkout: Path, scratch: Path, artifacts: tuple[str, ...]) -> Unusable | None:
-    """`fill` unpacks into the empty `scratch`, which must then hold every artifact glob; only
-    then is it copied into `checkout`. Why not, as one line starting with `label`."""
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of the file at `path`, read a chunk at a time."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+@contextmanager
+def emptied(scratch: Path) -> Iterator[Path]:
+    """`scratch`, made empty, and removed afterwards whatever happens: a downloaded archive and
+    the tree it unpacks to live there no longer than the unpacking."""
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def install(label: str, fill: Callable[[Path], None], checkout: Path, tree: Path, artifacts: tuple[str, ...]) -> Unusable | None:
+    """`fill` unpacks into the empty `tree`, which must then hold every artifact glob; only
+    then is it copied into `checkout`. Why not, as one line starting with `label`."""
+    with emptied(tree):
         try:
-            fill(scratch)
+            fill(tree)
         except UNPACK_ERRORS as exc:
             return Unusable(f"{label}: not an archive that unpacks ({type(exc).__name__}: {exc})")
         if artifacts:
-            hashed = hash_artifacts(scratch, artifacts)
+            hashed = hash_artifacts(tree, artifacts)
             if isinstance(hashed, str):
                 return Unusable(f"{label}: {hashed}")
-        shutil.copytree(scratch, checkout, dirs_exist_ok=True, symlinks=True)
+        shutil.copytree(tree, checkout, dirs_exist_ok=True, symlinks=True)
         return None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class PrebuiltArchives:
@@ -132,43 +153,70 @@ class PrebuiltArchives:
             return None
 
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable:
-        """`sha`'s archive unpacked into `checkout`, or why not."""
+        """`sha`'s archive unpacked into `checkout`, or why not. An HTTP archive is downloaded
+        into `scratch`, beside the tree it unpacks to; both go when this returns."""
         where = self.where(sha)
-        archive = self._read(where, missing_ok=False)
-        if isinstance(archive, Unusable):
-            return archive
-        published = self._read(where + DIGEST_SUFFIX, missing_ok=True)
-        if isinstance(published, Unusable):
-            return published
-        if published:
-            words = published.decode(errors="replace").split()
-            want = words[0].lower() if words else ""
-            got = hashlib.sha256(archive).hexdigest()
-            if want != got:
-                return Unusable(f"prebuilt {where}: sha256 {got[:12]}... but {where}{DIGEST_SUFFIX} says {want[:12] or 'nothing'}...")
-        label = f"prebuilt {where}"
-        bad = install(label, lambda into: unpack_tar(archive, into), checkout, scratch, self.artifacts)
-        return bad or Unpacked(checked=bool(published))
+        with emptied(scratch):
+            archive = self._archive(where, scratch / "archive")
+            if isinstance(archive, Unusable):
+                return archive
+            published = self._digest(where + DIGEST_SUFFIX)
+            if isinstance(published, Unusable):
+                return published
+            if published:
+                words = published.decode(errors="replace").split()
+                want = words[0].lower() if words else ""
+                got = sha256_of(archive)
+                if want != got:
+                    return Unusable(f"prebuilt {where}: sha256 {got[:12]}... but {where}{DIGEST_SUFFIX} says {want[:12] or 'nothing'}...")
+            label = f"prebuilt {where}"
+            bad = install(label, lambda into: unpack_tar(archive, into), checkout, scratch / "tree", self.artifacts)
+            return bad or Unpacked(checked=bool(published))
 
-    def _read(self, where: str, missing_ok: bool) -> bytes | Unusable:
-        """The bytes at `where`; b"" when it is missing and that is fine (a digest)."""
+    def _archive(self, where: str, download: Path) -> Path | Unusable:
+        """The archive's file: where it lies in a directory (opened, not copied), or `download`
+        with the HTTP answer's body written to it."""
         if not self.remote:
+            path = Path(where)
             try:
-                path = Path(where)
                 if path.stat().st_size > MAX_ARCHIVE_BYTES:
                     return Unusable(f"prebuilt {where}: larger than {MAX_ARCHIVE_BYTES >> 20} MiB")
-                return path.read_bytes()
+                with path.open("rb"):
+                    pass  # readable: a refusal is said here, not as an archive that does not unpack
+                return path
             except FileNotFoundError:
-                return b"" if missing_ok else Unusable(f"no prebuilt archive at {where}")
+                return Unusable(f"no prebuilt archive at {where}")
             except OSError as exc:
                 return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
+        got = self._get(where, MAX_ARCHIVE_BYTES, download)
+        if isinstance(got, Unusable):
+            return got
+        return download if got is not None else Unusable(f"no prebuilt archive at {where} (404)")
+
+    def _digest(self, where: str) -> bytes | Unusable:
+        """The published digest file's bytes; b"" when there is none."""
+        if not self.remote:
+            path = Path(where)
+            try:
+                if path.stat().st_size > MAX_DIGEST_BYTES:
+                    return Unusable(f"prebuilt {where}: larger than {MAX_DIGEST_BYTES >> 10} KiB")
+                return path.read_bytes()
+            except FileNotFoundError:
+                return b""
+            except OSError as exc:
+                return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
+        got = self._get(where, MAX_DIGEST_BYTES, None)
+        return b"" if got is None else got
+
+    def _get(self, where: str, max_bytes: int, into: Path | None) -> bytes | Unusable | None:
+        """An HTTP GET's 2xx body (written to `into` when given: then b""); None for a 404."""
         client = self.client or _client(where)
         try:
-            answer = client.send("GET", where[len(client.base_url) :], max_bytes=MAX_ARCHIVE_BYTES)
+            answer = client.send("GET", where[len(client.base_url) :], max_bytes=max_bytes, into=into)
         except (PrebuiltUnavailable, ResponseTooLarge) as exc:
             return Unusable(f"prebuilt {where}: {exc}")
         if answer.status == 404:
-            return b"" if missing_ok else Unusable(f"no prebuilt archive at {where} (404)")
+            return None
         if not 200 <= answer.status < 300:
             return Unusable(f"prebuilt {where}: HTTP {answer.status}")
         return answer.body

@@ -9,6 +9,10 @@ backslash or a drive, symbolic links and encrypted members refuse the zip, and i
 up to MAX_UNPACKED_BYTES. A zip of exactly one `.tar`/`.tar.gz`/`.tgz`/`.tar.xz`/`.tar.bz2` (the
 way to keep file modes through upload-artifact, which drops them) is that tar, unpacked with
 tarfile's "data" filter as evaluate/prebuilt.py does. The result must hold every artifact glob.
+The zip is written to a file in the build's scratch directory as it downloads, its digest is
+computed over that file, and its members (the one tar too) are copied out a chunk at a time,
+the size bound counted while copying, not taken from the zip's headers: memory does not grow
+with the artifact.
 
 Every other outcome is `Unusable` with one line, and the commit is built as without the key: no
 token in the recipe's variable, 401, 403, a rate limit, no answer, no successful run, no artifact
@@ -22,8 +26,6 @@ the commit (credentials, rate limit, no answer): the rest would fail the same wa
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 import re
 import stat
@@ -39,7 +41,9 @@ from attrib.evaluate.prebuilt import (
     MAX_UNPACKED_BYTES,
     Unpacked,
     Unusable,
+    emptied,
     install,
+    sha256_of,
     spread,
     unpack_tar,
 )
@@ -53,6 +57,7 @@ BACKOFF_S = 0.5
 MAX_WAIT_S = 10.0  # a rate limit asking for longer: this commit is built, said so
 TIMEOUT_S = 30.0  # one connect or read
 _TAR = re.compile(r".+\.(tar|tar\.gz|tgz|tar\.xz|tar\.bz2)")
+COPY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -97,14 +102,16 @@ class GithubArtifacts:
         label = f"prebuilt artifact {art.name} (id {art.id}) of run {got.run_id} of github:{self.source.repo}"
         if art.size is not None and art.size > MAX_ARCHIVE_BYTES:
             return Unusable(f"{label}: {art.size} bytes, larger than {MAX_ARCHIVE_BYTES >> 20} MiB")
-        try:
-            data = Actions(self._http(None), self.source.repo).download(art.id, MAX_ARCHIVE_BYTES)
-        except (PrebuiltUnavailable, ResponseTooLarge) as exc:
-            return Unusable(f"{label}: {exc}")
-        if art.sha256 is not None and (digest := hashlib.sha256(data).hexdigest()) != art.sha256:
-            return Unusable(f"{label}: sha256 {digest[:12]}... but GitHub's digest says {art.sha256[:12]}...")
-        bad = install(label, lambda into: unpack_zip(data, into), checkout, scratch, self.artifacts)
-        return bad or Unpacked(checked=art.sha256 is not None)
+        with emptied(scratch):
+            zipped = scratch / "artifact.zip"  # beside the tree it unpacks to; both go on return
+            try:
+                Actions(self._http(None), self.source.repo).download_to(art.id, zipped, MAX_ARCHIVE_BYTES)
+            except (PrebuiltUnavailable, ResponseTooLarge) as exc:
+                return Unusable(f"{label}: {exc}")
+            if art.sha256 is not None and (digest := sha256_of(zipped)) != art.sha256:
+                return Unusable(f"{label}: sha256 {digest[:12]}... but GitHub's digest says {art.sha256[:12]}...")
+            bad = install(label, lambda into: unpack_zip(zipped, into), checkout, scratch / "tree", self.artifacts)
+            return bad or Unpacked(checked=art.sha256 is not None)
 
     def _lookup(self, sha: str) -> tuple[_Found | Unusable, bool]:
         """The newest successful run's live artifact, or why there is none; and whether that is
@@ -145,14 +152,21 @@ class GithubArtifacts:
         )  # fmt: skip
 
 
-def unpack_zip(data: bytes, into: Path) -> None:
-    """An artifact's zip unpacked into `into`; a ValueError (or zipfile's own) for anything
-    that would land outside it, a link, an encrypted member, or more than MAX_UNPACKED_BYTES."""
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+def unpack_zip(zipped: Path, into: Path) -> None:
+    """The artifact's zip at `zipped` unpacked into `into`; a ValueError (or zipfile's own) for
+    anything that would land outside it, a link, an encrypted member, or more than
+    MAX_UNPACKED_BYTES. A zip of one tar: that tar is copied out beside `zipped` (removed
+    afterwards) and unpacked from there."""
+    with zipfile.ZipFile(zipped) as zf:
         members = zf.infolist()
         files = [m for m in members if not m.is_dir()]
         if len(files) == 1 and _TAR.fullmatch(PurePosixPath(files[0].filename).name):
-            unpack_tar(_read(zf, files[0], MAX_ARCHIVE_BYTES), into)
+            inner = zipped.with_name(zipped.name + ".tar")
+            try:
+                _copy(zf, files[0], inner, MAX_ARCHIVE_BYTES)
+                unpack_tar(inner, into)
+            finally:
+                inner.unlink(missing_ok=True)
             return
         left = MAX_UNPACKED_BYTES
         for m in members:
@@ -168,19 +182,21 @@ def unpack_zip(data: bytes, into: Path) -> None:
             if m.is_dir() or not parts:
                 target.mkdir(parents=True, exist_ok=True)
                 continue
-            raw = _read(zf, m, left)
-            left -= len(raw)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(raw)
+            left -= _copy(zf, m, target, left)
             # upload-artifact keeps no modes; a zip made on Unix may: at most rwxr-xr-x
             target.chmod(mode & 0o755 if stat.S_ISREG(mode) and mode & 0o777 else 0o644)
 
 
-def _read(zf: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> bytes:
+def _copy(zf: zipfile.ZipFile, member: zipfile.ZipInfo, target: Path, limit: int) -> int:
+    """`member` written to `target` a chunk at a time, at most `limit` bytes; how many."""
     if member.file_size > limit:
         raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
-    with zf.open(member) as f:
-        raw = f.read(limit + 1)  # the header may lie: the read is the bound
-    if len(raw) > limit:
-        raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
-    return raw
+    size = 0
+    with zf.open(member) as src, target.open("wb") as out:
+        while chunk := src.read(min(COPY_CHUNK, limit + 1 - size)):
+            size += len(chunk)
+            if size > limit:  # the header may lie: what is copied is the bound
+                raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
+            out.write(chunk)
+    return size
