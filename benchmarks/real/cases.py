@@ -102,8 +102,9 @@ CASES: tuple[Case, ...] = (
     ),
 )
 
-# Build cases (issue 31), not run by run.py: a regression planted in a real tree by plant.py,
-# which writes the mirror (`--mirrors /tmp/attrib-planted`); what they measure is the builds.
+# Build cases (issue 31), not run by run.py: a regression planted in a real tree by plant.py
+# (`--tree libgit2`, `--tree abseil`), which writes the mirror (`--mirrors /tmp/attrib-planted`);
+# what they measure is the builds.
 PLANTED: tuple[Case, ...] = (
     Case(
         name="libgit2-planted",
@@ -123,6 +124,27 @@ PLANTED: tuple[Case, ...] = (
             f"cc {CFLAGS} -Iinclude {{clock}} {{bench}} build/libgit2.a -lpthread -o attrib-bench",
         ),
         command=("./attrib-bench", "{reps}", "2000"),
+    ),
+    Case(
+        name="abseil-planted",
+        mirror="abseil-planted",
+        good="c8c10a390166436b46c69c205500820f0e3fcafe",
+        bad="d10eb63c1d0e3ee14743e0734a4b58aea54cca60",
+        culprits=("8e57baf7fca185532cea165f173faed9b093d3cd",),
+        also_named=(),
+        source="planted by benchmarks/real/plant.py --tree abseil in abseil-cpp's last 48 first-parent commits before 926f1d05",
+        claim="absl::StrCat(a, b) builds every result twice and compares: two 100-byte strings about twice as slow",
+        workload="abseil_strcat.cc",
+        build=(
+            "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DABSL_BUILD_TESTING=OFF"
+            " -DBUILD_TESTING=OFF -DABSL_PROPAGATE_CXX_STD=ON -DCMAKE_CXX_STANDARD=17"
+            ' "-DCMAKE_CXX_FLAGS=-ffile-prefix-map=$PWD=." >/dev/null',
+            "cmake --build build -j2 >/dev/null",
+            # every library in one group (shell globs are sorted): the workload takes what StrCat needs
+            f"c++ {CFLAGS} -std=c++17 -I. {{clock}} {{bench}} -Wl,--start-group build/absl/*/libabsl_*.a -Wl,--end-group"
+            " -o attrib-bench",
+        ),
+        command=("./attrib-bench", "{reps}", "200000"),
     ),
 )
 
