@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/real/build_replay.py --from /tmp/attrib-build-cost2/zlibng-1935/none
         [--case zlibng-1935] [--variant none --variant ccache ...] [--work /tmp/attrib-build-replay]
+    .venv/bin/python benchmarks/real/build_replay.py --from computed --case abseil-planted
+        [--mirrors /tmp/attrib-planted] [--dry-run] ...
 
 On a shared machine whose load moves by a factor of two within minutes, two bisections run one
 after the other compare the load more than the builds (build_cost.py measured it). This takes
@@ -27,6 +29,14 @@ every configure (libgit2's git2_features.h), and a moved tree then recompiles ev
 variant gets the same commands; a fresh checkout always configures. --configure-prefix TEXT:
 the first command prefixed with TEXT, in every variant (`GIT_DIR=/nonexistent` keeps libgit2's
 configure from writing the commit id into a header every source includes).
+
+--from computed: no bisection run is needed; the order is `bisected_order` at shift 0 over the
+case's own range (cases.py: good, bad, the known culprit; the tree read from --mirrors, a bare
+clone of it made in --work): the two ends, then a binary search's midpoints to the culprit,
+which is the order attrib's bisection built on zlibng-1935 (7 of 7 commits, the same order; on
+libgit2-planted 7 of its 8, in its order: between 30 and 33 it also built 2c68841, the 32nd). For
+a tree whose bisection would itself take an hour of builds. --dry-run prints the order (and
+--shift's) and builds nothing.
 """
 
 from __future__ import annotations
@@ -39,8 +49,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import by_name  # noqa: E402
-from run import build_commands, loadavg  # noqa: E402
+from cases import Case, by_name  # noqa: E402
+from run import build_commands, loadavg, sh  # noqa: E402
 
 from attrib.evaluate.builds import CheckoutBuilder  # noqa: E402
 from attrib.evaluate.executors.local import LocalExecutor  # noqa: E402
@@ -136,12 +146,41 @@ def replay(
     return rows
 
 
+def recorded_order(source: Path) -> tuple[list[str], str, GitRepo]:
+    """The commits a bisection built, in the order it built them (its work dir's build logs, by
+    time), the culprit it named, and the repository it read."""
+    doc = json.loads((source / "attrib.json").read_text())
+    by_log = {Path(c["build"]["log"]).name: c["commit"] for c in doc["commits"] if c["build"]}
+    logs = sorted((source / "attrib-work" / "logs").glob("*.log"), key=lambda p: p.stat().st_mtime)
+    return [by_log[p.name] for p in logs if p.name in by_log], doc["culprits"][0]["commit"], GitRepo(Path(doc["repo"]))
+
+
+def computed_order(case: Case, mirrors: Path, work: Path) -> tuple[list[str], str, GitRepo]:
+    """The builds a bisection of the case's own range makes, computed (bisected_order at shift
+    0), the known culprit, and a bare clone of the mirror (the mirror itself is only read)."""
+    src = work / "src.git"
+    if not src.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        sh(["git", "clone", "--quiet", "--bare", "--shared", str(mirrors / case.mirror / "repo"), str(src)])
+    repo = GitRepo(src)
+    good, bad, culprit = (repo.resolve(c) for c in (case.good, case.bad, case.culprits[0]))
+    return bisected_order(repo, good, bad, 0, len(repo.first_parent_chain(good, bad)), culprit), culprit, repo
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument(
-        "--from", dest="source", type=Path, required=True, help="a build_cost.py variant dir (attrib.json, attrib-work)"
-    )
+        "--from", dest="source", required=True,
+        help="a build_cost.py variant dir (attrib.json, attrib-work), or `computed`: the case's range, bisected_order at shift 0",
+    )  # fmt: skip
     ap.add_argument("--case", default="zlibng-1935")
+    ap.add_argument(
+        "--mirrors",
+        type=Path,
+        default=Path("/work/.mirror"),
+        help="with --from computed: plant.py's --out for a planted case",
+    )
+    ap.add_argument("--dry-run", action="store_true", help="print the order(s) and build nothing")
     ap.add_argument("--variant", action="append", choices=tuple(VARIANTS))
     ap.add_argument("--work", type=Path, default=Path("/tmp/attrib-build-replay"))
     ap.add_argument("--out", type=Path, default=Path("/tmp/attrib-build-replay/replay.json"))
@@ -162,16 +201,23 @@ def main() -> int:
         "--configure-once", action="store_true",
         help="the case's first command (configure) only where build/CMakeCache.txt is missing",
     )  # fmt: skip
-    ap.add_argument("--configure-prefix", default="", help="put before the case's first command (configure), every variant")
+    ap.add_argument(
+        "--configure-prefix", default="", help="put before the case's first command (configure), every variant"
+    )
     args = ap.parse_args()
     case = by_name(args.case)
-    doc = json.loads((args.source / "attrib.json").read_text())
-    by_log = {Path(c["build"]["log"]).name: c["commit"] for c in doc["commits"] if c["build"]}
-    logs = sorted((args.source / "attrib-work" / "logs").glob("*.log"), key=lambda p: p.stat().st_mtime)
-    order = [by_log[p.name] for p in logs if p.name in by_log]
-    culprit = doc["culprits"][0]["commit"]
-    repo = GitRepo(Path(doc["repo"]))
+    if args.source == "computed":
+        order, culprit, repo = computed_order(case, args.mirrors, args.work.resolve())
+    else:
+        order, culprit, repo = recorded_order(Path(args.source))
     ends = [repo.info(culprit).parents[0], culprit]
+    if args.dry_run:
+        print(f"{args.case}: {len(order)} builds: {' '.join(order)}")
+        if args.shift is not None:
+            length = len(repo.first_parent_chain(order[0], order[1]))
+            following = bisected_order(repo, order[0], repo.resolve(args.tip), args.shift, length, culprit)
+            print(f"next night, moved {args.shift}: {' '.join(following)}")
+        return 0
     names = args.variant or list(VARIANTS)
     commands = build_commands(case, "cpu")
     if args.configure_prefix:
@@ -232,6 +278,7 @@ def main() -> int:
         json.dumps(
             {
                 "case": args.case,
+                "from": str(args.source),
                 "configure_once": args.configure_once,
                 "configure_prefix": args.configure_prefix,
                 "order": order,
