@@ -15,7 +15,7 @@ copied, so the shas are the same every time: the cases `libgit2-planted` and `ab
 - libgit2 (0551dfd4a, main, 2026-05 to 2026-11): `git_hash_vec` (src/util/hash.c) computes
   every digest a second time and compares; the object ids are the same, each costs twice the
   hashing.
-- abseil-cpp (926f1d05, master, 2026-08 to 2026-11): `absl::StrCat(a, b)`
+- abseil-cpp (926f1d05, master, 2026-08-13 to 08-22): `absl::StrCat(a, b)`
   (absl/strings/str_cat.cc) builds its result a second time and compares; the strings are the
   same, each costs a second allocation, copy and comparison.
 
