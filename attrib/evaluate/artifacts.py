@@ -6,8 +6,9 @@ are reproducible, so this module also says *why* two artifacts differ when the d
 known trap: an embedded build date/time (`__DATE__`, `__TIME__`, a version stamp) or the
 build's own path (`__FILE__`, debug info). It reports the trap; it never hides a difference.
 
-Pure parts (`digest_files`, `explain_difference`) take bytes and paths; `hash_artifacts` is
-the thin edge that globs a checkout.
+Pure parts (`digest_files`, `explain_difference`) take digests, bytes and paths;
+`hash_artifacts` is the thin edge that globs a checkout and hashes each file a chunk at a time
+(a compiler tree's artifacts are gigabytes: they are never read into memory to be hashed).
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ class Artifacts:
     files: tuple[tuple[str, str], ...]  # (relative path, sha256)
 
 
-def digest_files(files: Mapping[str, bytes]) -> Artifacts:
-    """Content digest of a set of files: names and bytes, never times or permissions."""
-    per = tuple(sorted((name, hashlib.sha256(data).hexdigest()) for name, data in files.items()))
+def digest_files(files: Mapping[str, str]) -> Artifacts:
+    """Content digest of a set of files, given each one's content sha256 (hex) by name: names
+    and bytes, never times or permissions."""
+    per = tuple(sorted(files.items()))
     blob = "\n".join(f"{name}\0{h}" for name, h in per)
     return Artifacts(hashlib.sha256(blob.encode()).hexdigest(), per)
 
@@ -61,7 +63,13 @@ def hash_artifacts(root: Path, globs: Sequence[str]) -> Artifacts | str:
     empty = [g for g in globs if not any(p.is_file() for p in root.glob(g))]
     if empty:
         return "[build] artifacts " + ", ".join(repr(g) for g in empty) + " matched no file after the build"
-    return digest_files({str(p.relative_to(root)): p.read_bytes() for p in matched(root, globs)})
+    return digest_files({str(p.relative_to(root)): sha256_of(p) for p in matched(root, globs)})
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of the file at `path`, read a chunk at a time."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _normalised(data: bytes, paths: Sequence[bytes], traps: set[ArtifactTrap]) -> bytes:

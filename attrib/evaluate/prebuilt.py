@@ -20,7 +20,6 @@ prebuilt is built again here and compared (builds.CheckoutBuilder.differ_from_cl
 
 from __future__ import annotations
 
-import hashlib
 import lzma
 import shutil
 import tarfile
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
-from attrib.evaluate.artifacts import hash_artifacts
+from attrib.evaluate.artifacts import hash_artifacts, sha256_of
 from attrib.http import HttpClient
 
 MAX_LOOKUPS = 64  # commits of a range asked about over HTTP for the search's preference
@@ -75,12 +74,6 @@ def unpack_tar(archive: Path, into: Path) -> None:
         if sum(m.size for m in tar.getmembers()) > MAX_UNPACKED_BYTES:
             raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
         tar.extractall(into, filter="data")
-
-
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of the file at `path`, read a chunk at a time."""
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
+from attrib.evaluate.artifacts import sha256_of
 from attrib.evaluate.prebuilt import (
     MAX_ARCHIVE_BYTES,
     MAX_LOOKUPS,
@@ -43,7 +44,6 @@ from attrib.evaluate.prebuilt import (
     Unusable,
     emptied,
     install,
-    sha256_of,
     spread,
     unpack_tar,
 )
