@@ -14,11 +14,13 @@ this one), each measurement in a fresh subprocess (PYTHONPATH = that tree; the c
 - `http`: the same files served by a loopback http.server (this process);
 - `github`: `[build.prebuilt_github]`: a zip (stored, not deflated: random bytes do not shrink)
   holding the tar, as the way to keep modes through upload-artifact, served by the strict fake
-  GitHub of the tests (tests/fake_github_actions.py, in this process, holding the zip in memory),
-  with its digest.
+  GitHub of the tests (tests/fake_github_actions.py) with its digest, in a process of its own
+  (`--serve-github ZIP`) that holds the zip in memory.
 
 The figure is the child's peak RSS (resource.getrusage(RUSAGE_SELF).ru_maxrss) after the unpack,
-and, beside it, the same after its imports (what any child holds before an archive). Sources are
+and, beside it, the same after its imports (what any child holds before an archive). Linux keeps
+a process's high-water mark across exec, so a child's starts at what this process held when it
+forked: this process holds no archive (the fake that does is another process). Sources are
 interleaved per way, old new old new for `--trials 2`. Disk: the tar (or the zip, only in the
 fake's memory) and per measurement the downloaded archive, a zip's tar, the unpacked tree and the
 checkout: under 2.5 GiB at 512 MiB; all of it is deleted as it goes and at the end. Writes OUT.json.
@@ -139,7 +141,19 @@ def measure(tree: Path, way: str, where: str, work: Path, size: int) -> dict[str
     return {**got, "peak_mib": round(int(got["peak_kib"]) / 1024, 1), "base_mib": round(int(got["base_kib"]) / 1024, 1)}
 
 
+def serve_github(zipped: Path) -> None:
+    """The fake GitHub with `zipped` as the artifact of SHA's run, until stdin closes; its API's
+    URL printed once it holds the zip (the file is removed: the disk holds one copy less)."""
+    with serving() as fake:
+        fake.publish(SHA, zipped.read_bytes(), f"bench-{SHA}")
+        zipped.unlink()
+        print(fake.api_url, flush=True)
+        sys.stdin.read()
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--serve-github"]:
+        return serve_github(Path(sys.argv[2]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--old", type=Path, required=True)
     ap.add_argument("--new", type=Path, default=Path(__file__).resolve().parent.parent)
@@ -181,10 +195,19 @@ def main() -> None:
             zipped = store / "artifact.zip"
             with zipfile.ZipFile(zipped, "w", zipfile.ZIP_STORED) as zf, zf.open("bench.tar", "w", force_zip64=True) as member:
                 write_tar(member, size)
-            with serving() as fake:
-                fake.publish(SHA, zipped.read_bytes(), f"bench-{SHA}")  # the fake serves from memory
-                zipped.unlink()
-                run("github", f"{fake.api_url} {REPO} {WORKFLOW} {TOKEN}")
+            server = subprocess.Popen(
+                [sys.executable, __file__, "--serve-github", str(zipped)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+            try:
+                assert server.stdout is not None and server.stdin is not None
+                api_url = server.stdout.readline().strip()  # once it holds the zip and removed the file
+                if not api_url.startswith("http://"):
+                    raise SystemExit(f"the fake GitHub did not start: {api_url!r}")
+                run("github", f"{api_url} {REPO} {WORKFLOW} {TOKEN}")
+            finally:
+                if server.stdin is not None:
+                    server.stdin.close()  # its signal to stop
+                server.wait(30)
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
     print(f"\n{args.mib} MiB archive; peak RSS of the unpacking child, MiB (per trial)")
