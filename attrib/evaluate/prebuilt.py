@@ -11,7 +11,7 @@ artifact) is `Unusable` with one line, and the commit is built as without the ke
 An archive is never held in memory: a directory's is read where it lies, an HTTP one is written
 to a file in the build's scratch directory as it arrives (beside the tree it unpacks to, and
 removed with it), and its digest is computed over that file a chunk at a time: what unpacking
-one costs in memory does not grow with its size.
+one costs in memory does not grow with its size (benchmarks/prebuilt_memory.py).
 
 The archive must be what this recipe's own build gives (the same commands, compiler and image):
 attrib cannot tell another toolchain from a regression, which is why a culprit's end that was
