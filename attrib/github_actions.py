@@ -103,13 +103,15 @@ class Actions:
     def download(self, artifact_id: int, max_bytes: int) -> bytes:
         """The artifact's zip (ResponseTooLarge beyond `max_bytes`), from wherever the API's 302
         sends, without the token."""
-        return self.http.download(f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip", need=NEED, max_bytes=max_bytes)
+        return self.http.download(self._zip(artifact_id), need=NEED, max_bytes=max_bytes)
 
     def download_to(self, artifact_id: int, dest: Path, max_bytes: int) -> int:
         """`download`, the zip written to the file `dest` as it arrives; its size. No file is
         left at `dest` when it fails."""
-        path = f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip"
-        return self.http.download_to(path, dest, need=NEED, max_bytes=max_bytes)
+        return self.http.download_to(self._zip(artifact_id), dest, need=NEED, max_bytes=max_bytes)
+
+    def _zip(self, artifact_id: int) -> str:
+        return f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip"
 
     def _id(self, item: dict[str, Any], path: str) -> int:
         value = item.get("id")

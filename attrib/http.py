@@ -327,10 +327,10 @@ class HttpClient:
         every attempt, so a retried signed request carries the time it was sent at. With
         `into`, a 2xx body is written to that file as it arrives (the Answer's body is empty);
         any other answer or an error leaves no file there."""
-        if into is None:
-            got = self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True)
-        else:
-            got = self._to_file(into, lambda f: self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True, into=f))
+        def exchange(f: BinaryIO | None) -> Any:
+            return self._exchange(method, path, body, None, None, max_bytes, sign, answer_last=True, into=f)
+
+        got = exchange(None) if into is None else self._to_file(into, exchange)
         assert isinstance(got, Answer)
         return got
 

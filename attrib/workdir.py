@@ -67,10 +67,11 @@ class WorkDir:
         """A compiler cache's directory when the recipe names none ([build] cache_dir)."""
         return self.root / "compiler-cache" / tool
 
-    def incremental_slot(self, identity: str, index: int) -> Path:
-        """One of the persistent worktrees an incremental build reuses ([build] incremental),
-        for builds of one identity (the recipe's [build] and the executor)."""
-        return self.root / "incremental" / identity / str(index)
+    def incremental_tree(self, identity: str) -> Path:
+        """The persistent worktree incremental builds reuse ([build] incremental), for builds of
+        one identity (the recipe's [build] and the executor). Named `0`, as when there were
+        slots: the trees earlier work dirs left are found again."""
+        return self.root / "incremental" / identity / "0"
 
     def scratch(self, name: str) -> Path:
         return self.root / "scratch" / name

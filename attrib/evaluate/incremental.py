@@ -51,8 +51,8 @@ class IncrementalTrees:
     def _tree(self) -> tuple[Path, Path]:
         """The worktree and the file naming the commit it was last built at (empty when none,
         or when that build did not finish)."""
-        slot = self.workdir.incremental_slot(self.identity, 0)
-        return slot, slot.parent / "0.sha"
+        tree = self.workdir.incremental_tree(self.identity)
+        return tree, tree.with_name(tree.name + ".sha")
 
     def build(self, sha: str, checkout: Path, run: Build, log: TextIO) -> tuple[str, str]:
         """Build `sha` in the tree, moved to it, and copy its artifacts into `checkout`. Returns
