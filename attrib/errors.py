@@ -233,3 +233,12 @@ class ExecutorClosed(AttribError):
 class SlurmInterrupted(AttribError):
     """A build waiting on a Slurm job is unwound because attrib was interrupted (Ctrl-C,
     SIGTERM): its job is cancelled and no build record is written for it."""
+
+
+class EnvironmentChanged(AttribError):
+    """The environment fingerprint taken while a bisection ran differs from the one taken at its
+    start (a driver updated, clocks unlocked, another image): the bisection stops rather than
+    compare commits measured in two environments (exit 12). The one line names each key that
+    changed, before and after (core/environment.changed_line)."""
+
+    exit_code = 12
