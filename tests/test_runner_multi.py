@@ -125,9 +125,21 @@ def test_gbench_members_share_one_process_per_round_and_read_their_rows_as_alone
         r for r in doc["benchmarks"] if r["run_name"] == "BM_MixSmall/iterations:100" and r["run_type"] == "iteration"
     ]
     assert results[0]["small"].samples == tuple(r["real_time"] for r in rows)  # ns as the JSON says
-    # and a real run of a member alone gives samples of the same size and scale
+    # and a real run of the member alone reads the same rows of its own process the same way:
+    # its own filter, as many samples, its time field and unit. Not a ratio of two timings: how
+    # far apart two real runs land depends on the machine's load (6.7x seen on a busy machine),
+    # and timings belong in benchmarks/.
     alone = GbenchRunner(executor, small).run(built)
-    assert len(alone.samples) == 4 and 0.2 < alone.samples[0] / results[0]["small"].samples[0] < 5
+    argv, res = executor.calls[-1]
+    assert argv[-1] == "--benchmark_filter=^BM_MixSmall/"
+    alone_rows = [
+        r
+        for r in json.loads(res.stdout)["benchmarks"]
+        if r["run_name"] == "BM_MixSmall/iterations:100" and r["run_type"] == "iteration"
+    ]
+    assert alone_rows and all(r["time_unit"] == rows[0]["time_unit"] for r in alone_rows)
+    assert alone.ok and len(alone.samples) == len(results[0]["small"].samples) == 4
+    assert alone.samples == tuple(r["real_time"] for r in alone_rows)
 
 
 @NO_GBENCH
