@@ -78,7 +78,7 @@ def test_a_neighbour_reuses_the_build_tree_and_gets_the_clean_binary(chain, tmp_
     clean = _builder(tmp_path, tree.path, "clean", TRACKED, False)
     records = [incremental.build(c) for c in commits[:5]]
     assert all(r.ok for r in records), [r.reason for r in records]
-    assert records[0].how is BuildHow.CLEAN  # the first build finds every slot empty
+    assert records[0].how is BuildHow.CLEAN  # the first build finds no tree to move
     assert [r.how for r in records[1:]] == [BuildHow.INCREMENTAL] * 4
     compiled = [_compiled(r.log_path) for r in records]
     assert compiled[0] == ["bench.o", "util.o"]

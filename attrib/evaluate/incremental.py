@@ -59,31 +59,33 @@ class IncrementalTrees:
         (why it failed or "", the commit whose build tree was reused or "" when it started empty)."""
         if (checkout / ".gitmodules").exists():
             return "the tree has submodules, which an incremental tree does not follow", ""
-        slot, marker = self._tree()
+        tree, marker = self._tree()
+        # the lock keeps the name it had when a build identity had numbered trees, so a build of an
+        # older attrib on the same work dir still excludes this one
         with file_lock(self.workdir.lock(f"incremental-{self.identity}-0")):
             try:
                 donor = marker.read_text().strip()
             except OSError:
                 donor = ""
             try:
-                if donor and slot.is_dir():
-                    self.mirror.move(slot, sha, self.build_dir)
+                if donor and tree.is_dir():
+                    self.mirror.move(tree, sha, self.build_dir)
                 else:
                     donor = ""
-                    self.mirror.checkout(sha, slot)
+                    self.mirror.checkout(sha, tree)
             except git.GitCommandError as exc:
                 return f"the incremental tree could not be moved to {sha[:10]} ({exc.status})", ""
             atomic_write_text(marker, "")  # a build that dies now leaves no donor behind
-            log.write(f"# incremental: in {slot}, reusing the build tree of {donor or 'nothing (an empty slot)'}\n")
-            reason = run(slot)
+            log.write(f"# incremental: in {tree}, reusing the build tree of {donor or 'nothing (a new tree)'}\n")
+            reason = run(tree)
             if reason:
                 return reason, donor
-            hashed = hash_artifacts(slot, self.spec.artifacts)
+            hashed = hash_artifacts(tree, self.spec.artifacts)
             if isinstance(hashed, str):
                 return hashed, donor
             for rel, _digest in hashed.files:
                 target = checkout / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(slot / rel, target)
+                shutil.copy2(tree / rel, target)
             atomic_write_text(marker, sha)
         return "", donor
