@@ -29,7 +29,6 @@ asks the evaluation stage is segment/group_search.py.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -37,8 +36,15 @@ from typing import TypeVar
 
 import numpy as np
 
-from attrib.core.posterior import Posterior, commit_level, mixture_bits
-from attrib.core.requests import DEFAULT_BUILD_COST, DEFAULT_LOCATE_AT, MIN_LOCATE_DOF, build_at, build_price
+from attrib.core.posterior import Posterior, mixture_bits
+from attrib.core.requests import (
+    DEFAULT_BUILD_COST,
+    DEFAULT_LOCATE_AT,
+    MIN_LOCATE_DOF,
+    block_levels,
+    build_at,
+    build_price,
+)
 
 M = TypeVar("M", bound=Hashable)
 
@@ -281,25 +287,11 @@ def _held(post: Posterior, hit: tuple[int, tuple[int, ...]]) -> float:
 
 
 def _bits(view: MemberView, open_: Sequence[int]) -> np.ndarray:
-    """Expected bits of one more block at each open position, for one member: as the single
-    search values it (core/requests.next_requests), a measured commit's next block read with
-    its own blocks' level shrunk towards either side."""
-    post = view.post
-    cdf = np.cumsum(post.probs)
+    """Expected bits of one more block at each open position, for one member: valued as the
+    single search values it (core/requests.block_levels, the misfit rule included)."""
+    cdf = np.cumsum(view.post.probs)
     js = np.asarray(open_)
-    a = np.full(js.size, post.mu0)
-    b = np.full(js.size, post.mu1)
-    s = np.full(js.size, math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
-    for idx, j in enumerate(open_):
-        blocks = view.blocks.get(j, ())
-        if blocks:
-            prec = 1 / max(post.tau, 1e-12) ** 2 + len(blocks) / post.sigma**2
-            shrink = (1 / max(post.tau, 1e-12) ** 2) / prec
-            ybar = commit_level(blocks, post.sigma)
-            a[idx] = shrink * post.mu0 + (1 - shrink) * ybar
-            b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
-            s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
+    a, b, s = block_levels(view.post, view.blocks, open_)
     f = np.clip(cdf[js], 0.0, 1.0)
     inside = (f > 1e-9) & (f < 1 - 1e-9)
-    bits = mixture_bits(f, a, b, s)
-    return np.where(inside, bits, 0.0)
+    return np.where(inside, mixture_bits(f, a, b, s), 0.0)

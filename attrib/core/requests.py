@@ -213,23 +213,18 @@ def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool
     return Request(Action.CONFIRM, k, last, amb, provisional=provisional)
 
 
-def _valued(
-    seg: _Segment, open_: list[int], build_cost: float, builds_left: int | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per open commit, what its next block is drawn from (the good side's level a, the bad
-    side's b, the spread s) and what it costs, in blocks."""
-    post, counts, blocks = seg.post, seg.counts, seg.blocks
+def block_levels(
+    post: Posterior, blocks: Mapping[int, Sequence[float]], open_: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per open position, what its next block is drawn from: the good side's level a, the bad
+    side's b, the spread s. The one valuation of a block, for the single search (`_valued`) and
+    for each member of a group (core/group.py)."""
+    n = len(post.probs) - 1
+    counts = {p: len(b) for p, b in blocks.items() if len(b)}
     a = np.full(len(open_), post.mu0)
     b = np.full(len(open_), post.mu1)
     s = np.full(len(open_), math.sqrt(post.sigma**2 + post.tau**2 + post.step_se**2 / 4))
-    # A build break usually spans several commits: one d commits from an unbuildable commit is
-    # broken with a chance that falls with d, so its build costs 1 + BREAK_SPAN / d in
-    # expectation, and the search steps away from a break instead of walking through it one
-    # failed build at a time.
-    near = [min((abs(j - u) for u in seg.unbuildable), default=0) for j in open_]
-    price = build_cost * build_price(post, counts, builds_left)
-    cost = np.array([build_at(price, j in seg.prebuilt, d) for j, d in zip(open_, near, strict=True)])
-    ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, seg.n)]
+    ends = [(e, commit_level(blocks[e], post.sigma)) for e in (0, n) if counts.get(e)]
     for idx, j in enumerate(open_):
         if j not in counts:
             continue
@@ -240,18 +235,39 @@ def _valued(
         a[idx] = shrink * post.mu0 + (1 - shrink) * ybar
         b[idx] = shrink * post.mu1 + (1 - shrink) * ybar
         s[idx] = math.sqrt(post.sigma**2 + 1 / prec + post.step_se**2 / 4)
-        cost[idx] = 1.0
         # A commit whose own level sits decisively at neither level (a second step lies on
         # one side of it) stays at F ~ 1/2 however often it is measured: its blocks pin its
         # level, not its side, and the search would spend the block cap on it. Its next
         # block is worth nothing; builds on either side of it are what can tell.
         # (against the ends' own levels: the fitted two levels bend towards such commits)
         off = min(
-            abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
-            for e, end_level in ends
+            (
+                abs(ybar - end_level) / math.sqrt(2 * post.tau**2 + post.sigma**2 * (1 / counts[j] + 1 / counts[e]))
+                for e, end_level in ends
+            ),
+            default=0.0,
         )
         if off > MISFIT_Z:
             a[idx] = b[idx]
+    return a, b, s
+
+
+def _valued(
+    seg: _Segment, open_: list[int], build_cost: float, builds_left: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per open commit, what its next block is drawn from (`block_levels`) and what it costs,
+    in blocks: a measured commit one block, an unmeasured one a build and its first block."""
+    post, counts = seg.post, seg.counts
+    a, b, s = block_levels(post, seg.blocks, open_)
+    # A build break usually spans several commits: one d commits from an unbuildable commit is
+    # broken with a chance that falls with d, so its build costs 1 + BREAK_SPAN / d in
+    # expectation, and the search steps away from a break instead of walking through it one
+    # failed build at a time.
+    near = [min((abs(j - u) for u in seg.unbuildable), default=0) for j in open_]
+    price = build_cost * build_price(post, counts, builds_left)
+    cost = np.array(
+        [1.0 if j in counts else build_at(price, j in seg.prebuilt, d) for j, d in zip(open_, near, strict=True)]
+    )
     return a, b, s, cost
 
 
