@@ -28,10 +28,8 @@ from typing import Any
 
 from attrib.core import group as grouped
 from attrib.core import posterior as model
-from attrib.core import requests as locate
-from attrib.core.model import DecisionRule, Note, NoteKind, Verdict
 from attrib.core.stats import min_change_shift
-from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
+from attrib.outcome import Culprit, Found
 from attrib.segment.posterior_search import PosteriorSearch, build_budget
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
@@ -156,37 +154,10 @@ class GroupSearch:
         retries: int,
     ) -> Found | None:
         """One member's confirmation of the group's position, in the shared rounds of this phase,
-        and what it means for that member, by the single search's rules (posterior_search.py)
-        with the member's own count of disagreeing confirmations (`retries`); None: not this
-        position, the member searches on."""
-        scope, search = self.scopes[member], self.searches[member]
-        n = len(positions) - 1
-        k, last = req.position, req.last_good
-        culprit, last_good = positions[k], positions[last]
-        paired = search.paired_confirmation(positions, k, last)
-        if isinstance(paired, OutOfTime):
-            return paired
-        confirm, size = paired
-        own = model.posterior(n, search.corrected_blocks(positions), tau=search.tau, anchored=True)
-        after = grouped.with_prior(own, prior)
-        search.place_verdicts(positions, after, unbuildable)
-        held = sum(after.probs[last + 1 : k + 1])
-        amb = tuple(positions[i] for i in req.ambiguous)
-        if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule is DecisionRule.CAP and size < scope.config.beta:
-            return SmallerStep(culprit, last_good, confirm, size)
-        spent = retries >= MAX_CONFIRM_RETRIES
-        if confirm.verdict is Verdict.GOOD and (held >= locate.DEFAULT_LOCATE_AT or spent):
-            # the paired rounds put the step at or below ignore_below where the posterior holds
-            # it (or the member's retries are spent): a smaller step, never a culprit, as alone;
-            # should the member's step lie elsewhere, the driver's remaining-change rule still
-            # looks for it, before and after
-            return SmallerStep(culprit, last_good, confirm, size)
-        if confirm.verdict is Verdict.BAD and provisional and held < locate.DEFAULT_LOCATE_AT and not spent:
-            scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
-            return None
-        if confirm.verdict is Verdict.BAD or spent:
-            if confirm.verdict is not Verdict.BAD:
-                scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
-            return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
-        scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
-        return None
+        and what it means for that member: the single search's own decision
+        (PosteriorSearch.judged) under the member's shared-culprit prior, with its own count of
+        disagreeing confirmations (`retries`); None: not this position, the member searches on."""
+        return self.searches[member].judged(
+            positions, req.position, req.last_good, req.ambiguous, unbuildable, provisional=provisional,
+            final=retries >= MAX_CONFIRM_RETRIES, prior=prior,
+        )  # fmt: skip

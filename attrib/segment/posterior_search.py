@@ -19,11 +19,14 @@ runs did either, and the two tests failed 1 run in 30 (12 builds against 10, und
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
+from attrib.core import group as grouped
 from attrib.core import posterior as model
 from attrib.core import requests as locate
 from attrib.core.blocks import hopeless
+from attrib.core.confirmation import Meaning, meaning
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
 from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
@@ -31,7 +34,6 @@ from attrib.evaluate.records import Comparison
 from attrib.outcome import Culprit, Found, OutOfTime, SmallerStep
 from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
 
-_UNDECIDED = (DecisionRule.CAP, DecisionRule.FUTILITY)  # a test that ended undecided, at its cap or before it
 TAU_PER_IGNORE = 4.0  # per-commit scatter in the posterior = ignore_below / this
 BUILD_SLACK = 2  # a segment of n commits may build ceil(log2 n) + this of them: what bisection
 # needs, and room for a build break or a boundary the noise moves once; with the two ends that
@@ -215,55 +217,58 @@ class PosteriorSearch:
         unbuildable: set[int],
         retries: int,
     ) -> Found | None:
-        """The located step confirmed, culprit^ against culprit, and what that means: a culprit,
-        a smaller step, the deadline; None when the search goes on (the confirmation's rounds,
-        blocks of both, moved the posterior; noted why)."""
+        """The located step confirmed, culprit^ against culprit, and what that means (`judged`)."""
+        self.scope.phase(Step.CONFIRMING, (positions[k], positions[last]))
+        final = req.action is locate.Action.EXHAUSTED or retries >= MAX_CONFIRM_RETRIES
+        return self.judged(positions, k, last, amb_at, unbuildable, provisional=req.provisional, final=final)
+
+    def judged(
+        self,
+        positions: list[str],
+        k: int,
+        last: int,
+        amb_at: tuple[int, ...],
+        unbuildable: set[int],
+        *,
+        provisional: bool,
+        final: bool,
+        prior: Sequence[float] | None = None,
+    ) -> Found | None:
+        """The paired confirmation of (positions[last], positions[k]) and what it means
+        (core/confirmation.meaning, the one decision for a search alone and for each member of a
+        group): a culprit, a smaller step, the deadline; None when the search goes on (the
+        confirmation's rounds, blocks of both, moved the posterior; noted why). `prior`: a
+        group member's shared-culprit prior over the positions (core/group.py), None alone."""
         scope = self.scope
         n = len(positions) - 1
         culprit, last_good = positions[k], positions[last]
-        scope.phase(Step.CONFIRMING, (culprit, last_good))
         paired = self.paired_confirmation(positions, k, last)
         if isinstance(paired, OutOfTime):
             return paired
         confirm, size = paired
         after = model.posterior(n, self.corrected_blocks(positions), tau=self.tau, anchored=True)
+        if prior is not None:
+            after = grouped.with_prior(after, prior)
         # the verdicts as the confirmation's blocks leave them: a boundary confirmed early
         # (at CONFIRM_EARLY_AT) was placed with its two sides still below 0.99
         self.place_verdicts(positions, after, unbuildable)
         held = sum(after.probs[last + 1 : k + 1])
-        amb = tuple(positions[i] for i in amb_at)
-        exhausted = req.action is locate.Action.EXHAUSTED
-        if confirm.verdict is Verdict.INCONCLUSIVE and confirm.rule in _UNDECIDED and size < scope.config.beta:
-            # the zone's test ran to its cap, as it may for a step strictly inside the zone,
-            # and its rounds put this step below the minimum at 1 - beta: a smaller step
-            # (rule 1 lets it go unnamed), not an open range that makes a bisection with a
-            # real culprit inconclusive, nor two more confirmations of 60 rounds that end the
-            # same way; the driver's remaining-change rule looks for the rest of the change
+        said = meaning(
+            confirm.verdict, confirm.rule, size, scope.config.beta, held, provisional=provisional, final=final
+        )
+        if said is Meaning.SMALLER:
+            # the driver's remaining-change rule looks for the rest of the change
             return SmallerStep(culprit, last_good, confirm, size)
-        if confirm.verdict is Verdict.GOOD and (
-            held >= locate.DEFAULT_LOCATE_AT or exhausted or retries >= MAX_CONFIRM_RETRIES
-        ):
-            # the paired rounds put the step between these two at or below ignore_below (a
-            # step of the minimum there is called GOOD with at most beta): never a culprit,
-            # whether the posterior still holds it or the search has nothing left to ask; the
-            # driver's remaining-change rule looks for what the rest of the change is
-            return SmallerStep(culprit, last_good, confirm, size)
-        if (
-            confirm.verdict is Verdict.BAD
-            and req.provisional
-            and held < locate.DEFAULT_LOCATE_AT
-            and retries < MAX_CONFIRM_RETRIES
-        ):
-            # located before the noise was known: with the confirmation's rounds it is, and
-            # the posterior no longer holds this position; the search goes on with them
+        if said is Meaning.NOT_HELD:
             scope.note(Note(NoteKind.POSITION_NOT_HELD, (culprit, last_good)))
             return None
-        if confirm.verdict is Verdict.BAD or exhausted or retries >= MAX_CONFIRM_RETRIES:
-            if confirm.verdict is not Verdict.BAD:
-                scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
-            return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
-        scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
-        return None
+        if said is Meaning.DISAGREED:
+            scope.note(Note(NoteKind.CONFIRMATION_DISAGREED, (culprit, last_good)))
+            return None
+        if confirm.verdict is not Verdict.BAD:
+            scope.note(Note(NoteKind.NOT_CONFIRMED, (culprit, last_good), verdict=confirm.verdict))
+        amb = tuple(positions[i] for i in amb_at)
+        return Culprit(culprit, last_good, amb, confirm, posterior=after.probs[k], range_posterior=held)
 
     def mark_inside_breaks(self, positions: list[str], unbuildable: set[int]) -> None:
         """Commits between two that do not build, with nothing built between them, are taken to
@@ -279,9 +284,7 @@ class PosteriorSearch:
         stretch: list[int] = []
         for i in [*inner, -1]:  # runs of consecutive positions, one note each
             if stretch and i != stretch[-1] + 1:
-                self.scope.note(
-                    Note(NoteKind.INSIDE_BREAK, tuple(positions[j] for j in stretch), count=len(stretch))
-                )
+                self.scope.note(Note(NoteKind.INSIDE_BREAK, tuple(positions[j] for j in stretch), count=len(stretch)))
                 stretch = []
             if i >= 0:
                 stretch.append(i)
