@@ -183,18 +183,21 @@ def test_history_push_goes_through_the_same_client(tmp_path: Path, secret: Path)
     # signed again and verifies), then the daemon's answer, printed as `history push` words it.
     results = tmp_path / "night.csv"
     results.write_text("commit,benchmark,value\n0123456789abcdef0123456789abcdef01234567,bench,1.5\n")
-    answer = json.dumps({"files": [{"name": str(results), "duplicate": False, "rows": 1}], "changes": []}).encode()
+    env = {"title": "driver 550.1 -> 560.35: 3 series +6.0 % [5.6, 6.4]", "issue": "issue opened: x"}
+    answer = json.dumps({"files": [{"name": str(results), "duplicate": False, "rows": 1}], "changes": [], "environment": [env]}).encode()
     daemon = _Scripted([(502, {}, b"bad gateway"), (200, {}, answer)])
     try:
-        res = run_cli("history", "push", results, "--project", "demo", "--url", daemon.url, "--secret-file", secret)
+        res = run_cli("history", "push", results, "--project", "demo", "--env", "driver=560.35", "--url", daemon.url, "--secret-file", secret)
     finally:
         daemon.close()
     assert res.code == 0, res.stderr
-    assert res.stdout.strip() == f"{results}: 1 results added"
+    assert res.stdout.strip().splitlines() == [
+        f"{results}: 1 results added", "environment driver 550.1 -> 560.35: 3 series +6.0 % [5.6, 6.4]: not bisected; issue opened: x"
+    ]
     assert [(m, p) for m, p, _, _ in daemon.seen] == [("POST", "/v1/results")] * 2
     for _, _, headers, body in daemon.seen:
         auth.verify_signature(headers, body, auth.SignaturePolicy(SECRET))
-        assert json.loads(body)["project"] == "demo"
+        assert json.loads(body)["project"] == "demo" and json.loads(body)["environment"] == {"driver": "560.35"}
 
 
 def test_a_signers_header_does_not_follow_a_redirect_to_another_origin():

@@ -138,3 +138,18 @@ def test_a_compare_json_adds_its_two_commits(tmp_path: Path, tree, demo_recipe: 
     [series] = store.series("demo")
     assert (series.benchmark, series.config) == ("loop", {})
     assert sorted((p.commit, p.value) for p in store.points(series.id)) == sorted(doc["medians"].items())
+
+
+def test_add_env_is_the_environment_of_every_row_and_splits_no_series(tmp_path: Path, tree):
+    line = first_parent(tree.path)
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(csv_text(line[:3], [1.0] * 3))
+    b.write_text(csv_text(line[3:6], [1.0] * 3, day0=4))
+    args = ("--db", tmp_path / "h.db", "--repo", tree.path, "--project", "demo")
+    assert run_cli("history", "add", a, *args, "--env", "compiler=gcc-13").code == 0
+    assert run_cli("history", "add", b, *args, "--env", "compiler=gcc-14", "--env", "driver=560").code == 0
+    store = HistoryStore(tmp_path / "h.db")
+    (s,) = store.series("demo")
+    assert [p.environment for p in store.points(s.id)] == [{"compiler": "gcc-13"}] * 3 + [{"compiler": "gcc-14", "driver": "560"}] * 3
+    bad = run_cli("history", "add", a, *args, "--env", "compiler")
+    assert bad.code == 2 and "--env 'compiler': expected KEY=VALUE" in bad.stderr

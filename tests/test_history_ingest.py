@@ -74,11 +74,12 @@ def test_a_schema_2_database_gains_the_scale_column(tmp_path: Path):
     with conn:
         conn.execute("INSERT INTO history_series (project, benchmark, config, unit, direction) VALUES ('p', 'b', '{}', 's', 'lower')")
         conn.execute("ALTER TABLE history_series DROP COLUMN scale")
+        conn.execute("ALTER TABLE history_results DROP COLUMN environment")  # schema 4's (issue 41)
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'history_schema'")
     conn.close()
     store = HistoryStore(db)
     [series] = store.series("p")
-    assert series.scale is None and HISTORY_SCHEMA == 3
+    assert series.scale is None and HISTORY_SCHEMA == 4
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'history_schema'").fetchone() == ("4",)
     conn.close()

@@ -35,21 +35,23 @@ from attrib.daemon.flags import FlagContext, _local_repo, mirror_path, prepare_g
 from attrib.daemon.grouping import Join
 from attrib.daemon.schema import NewJob
 from attrib.daemon.store import Store
-from attrib.errors import FlagError, InputError, QueueFull, RepoError
+from attrib.errors import AttribError, FlagError, InputError, QueueFull, RepoError
 from attrib.formats.results_csv import parse_timestamp
 from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
+from attrib.history.environment import EnvGroup, EnvShift, attribute, env_groups, issue_body
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide, groups, union
 from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
-from attrib.history.store import Change, Claim, Flagged, FlagState, HistoryStore, Series
+from attrib.history.store import Change, Claim, Flagged, FlagState, HistoryStore, Point, Series
 from attrib.recipe import load_recipe, member_label
 from attrib.result.types import DetectedChange
+from attrib.tracker import DEFAULT_LABEL, file_environment, open_sink, parse_target
 
-ENVELOPE = ("project", "files", "format", "commit", "config", "time")
+ENVELOPE = ("project", "files", "format", "commit", "config", "time", "environment")
 MAX_FILES = 100
 ROUTE = "history"
 log = logging.getLogger("attrib.daemon")
@@ -57,7 +59,8 @@ DETECTED_IN = "detected in nightly history"
 
 
 def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
-    """{"project", "files": [{"name", "content"}], "format"?, "commit"?, "config"?: ["K=V"], "time"?}"""
+    """{"project", "files": [{"name", "content"}], "format"?, "commit"?, "config"?: ["K=V"], "time"?,
+    "environment"?: {"K": "V"}}"""
     from attrib.daemon.flags import parse_body
 
     data = parse_body(body)
@@ -96,7 +99,10 @@ def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
         pairs = parse_pairs(config, "config")
     except InputError as exc:
         raise FlagError("config", str(exc)) from None
-    return project, sources, Options(fmt, data.get("commit"), pairs, at)
+    env = data.get("environment") or {}
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise FlagError("environment", 'expected an object of strings, {"compiler": "nvcc 12.6.85"}')
+    return project, sources, Options(fmt, data.get("commit"), pairs, at, env)
 
 
 class Nightly:
@@ -134,16 +140,21 @@ class Nightly:
                 continue
             self.history.detected(s.id, mark)
             findings += found
-        flagged = self.flag_pending(project, repo_path, commits, now)
+        environment: list[dict[str, Any]] = []
+        flagged = self.flag_pending(project, repo_path, commits, now, environment)
         return {
             "project": name,
             "files": [{"name": g.name, "rows": g.rows, "duplicate": g.duplicate, "skipped": g.skipped} for g in got],
             "changes": [finding_json(f) for f in findings if f.new or f.recovered_now],
             "unanalysed": unanalysed,
             "flags": flagged,
+            "environment": environment,
         }  # fmt: skip
 
-    def flag_pending(self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None) -> list[dict[str, Any]]:
+    def flag_pending(
+        self, project: ProjectConfig, repo_path: Path, commits: list[str], now: float | None = None,
+        environment: list[dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:  # fmt: skip
         """Decide every change point still waiting. Those to bisect are grouped first (one recipe,
         overlapping ranges: flagging.groups); a group joins a queued job of an overlapping range
         inside its grouping window, or is queued as one job of all its benchmarks, which takes
@@ -153,15 +164,25 @@ class Nightly:
         once per upload and recipe, without their results; while the day's limit is used up only
         points never decided are read (a rate-limited one would be rate limited again); a point
         whose decision did not change is neither rewritten nor reported; a point waiting longer
-        than WAITING_EXPIRY_S (a week) expires first."""
+        than WAITING_EXPIRY_S (a week) expires first. A point the environment explains
+        (history/environment.py) is no bisection: each environment change is one filed issue
+        over every series it moved, described in `environment` (the answer's list)."""
         now = time.time() if now is None else now
         out = [_decided(b, c, Decision(c.flag, None, None, c.note)) for b, c in self.history.expire_waiting(project.name, now)]
         pos = {sha: i for i, sha in enumerate(commits)}
         to_queue: list[tuple[Series, Change, Span, Decision]] = []
         jobs: dict[str, _JobIndex] = {}  # per recipe, read once
         full = self.history.queued_since(project.name, now - DAY_S) >= project.max_bisections_per_day
+        series_points: dict[int, list[Point]] = {}
+        by_env: list[tuple[Series, Change, EnvShift]] = []
         for s, c in self.history.waiting_changes(project.name, new_only=full):
             if c.before not in pos or c.after not in pos:
+                continue
+            if s.id not in series_points:
+                series_points[s.id] = self.history.points(s.id)
+            blamed = attribute(series_points[s.id], c)
+            if blamed.environment and blamed.change is not None:
+                by_env.append((s, c, blamed.change))
                 continue
             span = Span(pos[c.before], pos[c.after])
             rule = project.rule_for(s.benchmark)
@@ -179,6 +200,38 @@ class Nightly:
             rule = points[0][3].rule
             assert rule is not None
             out += self._queue_group(project, points, jobs[rule.recipe], commits, now)
+        for g in env_groups(project.name, by_env):
+            out += self._file_environment(g, project, now, environment if environment is not None else [])
+        return out
+
+    def _file_environment(self, g: EnvGroup, project: ProjectConfig, now: float, answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """File one environment change's issue (project.file_issue) and mark its change points
+        ENVIRONMENT: nothing is queued. A filing that fails is said in the note; the attribution
+        stands (a bisection of a change the code did not make would find nothing)."""
+        url = f"{base_url(self.settings)}/series?project={project.name}"
+        where = "not filed: the project names no file_issue"
+        if project.file_issue:
+            sink = project.file_issue
+            if sink.startswith("dir:"):  # a name under --state/filed, as for a bisection's report
+                sink = f"dir:{self.settings.state / 'filed' / sink[4:]}"
+            try:
+                filed = file_environment(
+                    open_sink(parse_target(sink)), g.title, issue_body(g, url), json.dumps(g.change.as_json(), sort_keys=True),
+                    [s.label for s, _ in g.members], [DEFAULT_LABEL],
+                )  # fmt: skip
+                where = f"issue {filed.action}: {filed.where}"
+            except AttribError as exc:
+                where = f"filing to {project.file_issue} failed: {exc}"
+        note = f"environment: {g.change.label} moved {len(g.members)} series ({g.change_pct:+.2f} % median); {where}"
+        answer.append({
+            "change": g.change.label, "keys": g.change.as_json(), "series": len(g.members), "change_pct": g.change_pct,
+            "ci_pct": list(g.ci_pct), "title": g.title, "issue": where,
+            "benchmarks": [{"benchmark": s.benchmark, "config": s.config, "before": c.before, "after": c.after} for s, c in g.members],
+        })  # fmt: skip
+        out = []
+        for s, c in g.members:
+            if self.history.settle_waiting(c.id, FlagState.ENVIRONMENT, None, note, now):
+                out.append(_decided(s, c, Decision(FlagState.ENVIRONMENT, None, None, note)))
         return out
 
     def _jobs(self, rule: MapRule, repo_path: Path, pos: dict[str, int]) -> _JobIndex:
@@ -341,6 +394,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
             return ()
         series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
         drawn = {sid: _nights(history, settings, series[sid]) for sid in series}
+        points = {sid: history.points(sid) for sid in series}
         pages = {sid: 1 + history.series_position(s) // SERIES_PER_PAGE for sid, s in series.items()}
     finally:
         history.close()
@@ -352,7 +406,7 @@ def origin(settings: Settings, job_id: str) -> tuple[DetectedChange, ...]:
         out.append(DetectedChange(
             series[c.series_id].project, series[c.series_id].label, c.before, c.after, c.direction,
             c.change_pct, (c.ci_pct[0], c.ci_pct[1]), c.p_value, f"{base}/series?project={series[c.series_id].project}&page={pages[c.series_id]}#change-{c.id}",
-            tuple(values), at,
+            tuple(values), at, getattr(attribute(points[c.series_id], c).change, "label", ""),
         ))  # fmt: skip
     return tuple(out)
 

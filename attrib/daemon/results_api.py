@@ -118,7 +118,11 @@ def _marks(changes: list[Change], index: dict[str, int]) -> list[Mark]:
             continue
         href = f"/v1/jobs/{c.job_id}/report" if c.job_id else f"#change-{c.id}"
         label = f"{c.direction.value} {c.change_pct:+.2f} % [{c.ci_pct[0]:+.2f}, {c.ci_pct[1]:+.2f}] {c.before[:10]}..{c.after[:10]} ({c.flag.value})"
-        out.append(Mark(index[c.after], c.direction is ChangeDirection.REGRESSION, label, href, index.get(c.recovered or "")))
+        env = c.flag is FlagState.ENVIRONMENT
+        out.append(Mark(
+            index[c.after], c.direction is ChangeDirection.REGRESSION, f"{label}: {c.note}" if env else label, href,
+            index.get(c.recovered or ""), env,
+        ))  # fmt: skip
     return out
 
 

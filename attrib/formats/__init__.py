@@ -27,7 +27,8 @@ Each returns one `Measurement` per benchmark (gbench) or per state (NVBench):
     skipped    the tool's skip reason, or ""
     error      the tool's own failure message (gbench error_occurred, an NVBench state with
                no accepted sample), or ""
-    context    machine and device facts as strings (host, CPUs, GPU name, tool version)
+    context    machine and device facts as strings (host, CPUs, GPU name, tool version);
+               gbench's own `env.<key>` context entries (`--benchmark_context`) kept as written
 
 Strictness: each parser checks the version field its tool writes (gbench
 `context.json_schema_version` 1 when present, absent before libbenchmark 1.8.4; NVBench

@@ -54,6 +54,9 @@ def parse_gbench(text: str, source: str, time: GbenchTime = GbenchTime.REAL) -> 
                 f"is {version!r}; this reader knows version 1 (and the unversioned layout before libbenchmark 1.8.4)",
             )
     context = {k: _str(ctx.raw(k)) for k in _CONTEXT_KEYS if ctx.has(k)}
+    # `--benchmark_context=env.compiler=nvcc-12.6` puts a key of the caller's in the context:
+    # the environment it ran in (docs/history.md); only text and numbers, as the tool writes them
+    context |= {k: _str(v) for k, v in ctx.node.items() if k.startswith("env.") and isinstance(v, str | int | float)}
     groups: dict[str, _Group] = {}
     for i, node in enumerate(root.list("benchmarks")):
         row = root.item("benchmarks", i, node)

@@ -1,7 +1,9 @@
 """The documented CSV for nightly results (docs/history.md): a header, then one value per row.
 
-Required columns: commit, benchmark, value, unit, direction, timestamp. Every other column is
-configuration (machine class, dtype, size): rows that differ in it are different series.
+Required columns: commit, benchmark, value, unit, direction, timestamp. A column `env.<key>` is
+the environment the value was measured in (`env.compiler`: the toolkit); an empty cell says
+nothing about that key. Every other column is configuration (machine class, dtype, size): rows
+that differ in it are different series; rows that differ in environment are not.
 Exports as they come (issue 21): direction is `lower` or `higher`, or a lower-is-better flag
 (`true`/`false`, `lower_is_better=True`); a `lower_is_better` column (Perfherder's) may stand
 in for `direction`. The timestamp is ISO 8601 (a time without a zone is read as UTC) or unix
@@ -22,6 +24,7 @@ from attrib.core.model import Direction
 from attrib.errors import BadRows, IngestError
 from attrib.formats.result_row import ResultRow
 
+ENV_PREFIX = "env."  # an environment column: env.compiler, env.driver
 REQUIRED = ("commit", "benchmark", "value", "unit", "direction", "timestamp")
 DIRECTION_ALIAS = "lower_is_better"  # Perfherder's column, accepted for `direction`
 _FLAG = {"true": Direction.LOWER, "1": Direction.LOWER, "false": Direction.HIGHER, "0": Direction.HIGHER}
@@ -52,6 +55,8 @@ def parse_results_csv(text: str, source: str) -> CsvRows:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None or "" in names:
         raise IngestError(source, "header", dup or "", "every column needs its own, non-empty name")
+    if ENV_PREFIX in names:
+        raise IngestError(source, "header", ENV_PREFIX, f"an environment column needs a key: expected {ENV_PREFIX}<key>, such as {ENV_PREFIX}compiler")
     extra = [n for n in names if n not in REQUIRED]
     rows = CsvRows()
     bad: list[IngestError] = []
@@ -117,7 +122,8 @@ def _row(cells: dict[str, str], extra: list[str], row: str, source: str) -> Resu
         unit=cells["unit"],
         direction=direction,
         measured_at=measured_at,
-        config={k: cells[k] for k in extra},
+        config={k: cells[k] for k in extra if not k.startswith(ENV_PREFIX)},
+        environment={k.removeprefix(ENV_PREFIX): cells[k] for k in extra if k.startswith(ENV_PREFIX) and cells[k]},
     )
 
 

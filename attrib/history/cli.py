@@ -24,6 +24,9 @@ ProjectOpt = typer.Option(None, "--project", help="Project name (default: the re
 FormatOpt = typer.Option("auto", "--format", help="auto, csv, attrib, gbench or nvbench.")
 CommitOpt = typer.Option(None, "--commit", help="The commit a Google Benchmark / NVBench file measured.")
 ConfigOpt = typer.Option(None, "--config", help="KEY=VALUE configuration (machine class...) of every row; repeatable.")
+EnvOpt = typer.Option(
+    None, "--env", help="KEY=VALUE of the environment every row ran in (compiler, driver); repeatable. Never splits a series."
+)
 TimeOpt = typer.Option(None, "--time", help="When files without a time were measured (ISO 8601) (default: now).")
 
 
@@ -39,7 +42,7 @@ def _read(files: list[Path]) -> list[tuple[str, str]]:
     return out
 
 
-def _options(fmt: str, commit: str | None, config: list[str] | None, when: str | None) -> Options:
+def _options(fmt: str, commit: str | None, config: list[str] | None, when: str | None, env: list[str] | None = None) -> Options:
     from attrib.formats.results_csv import parse_timestamp
     from attrib.history.ingest import InputFormat
     from attrib.history.settings import parse_pairs
@@ -49,7 +52,7 @@ def _options(fmt: str, commit: str | None, config: list[str] | None, when: str |
     except ValueError:
         raise InputError(f"--format {fmt!r}: expected one of: {', '.join(x.value for x in InputFormat)}") from None
     at = parse_timestamp(when, "--time", "", "") if when else None
-    return Options(f, commit, parse_pairs(config, "--config"), at)
+    return Options(f, commit, parse_pairs(config, "--config"), at, parse_pairs(env, "--env"))
 
 
 Guard = Callable[[Callable[[], int]], None]  # cli._guard: errors -> exit codes
@@ -75,6 +78,7 @@ def _add(guard: Guard) -> Callable[..., None]:
         commit: str | None = CommitOpt,
         config: list[str] | None = ConfigOpt,
         when: str | None = TimeOpt,
+        env: list[str] | None = EnvOpt,
     ) -> None:
         """Add result files to the history: all of them or, on any bad row, none."""
         from attrib.history.ingest import SourceFile, ingest
@@ -82,7 +86,7 @@ def _add(guard: Guard) -> Callable[..., None]:
         from attrib.history.store import HistoryStore
 
         def go() -> int:
-            opts = _options(fmt, commit, config, when)
+            opts = _options(fmt, commit, config, when, env)
             line = GitLine(repo)
             name = project or line.repo.path.name
             sources = [SourceFile(n, t) for n, t in _read(files)]
@@ -109,6 +113,7 @@ def _push(guard: Guard) -> Callable[..., None]:
         commit: str | None = CommitOpt,
         config: list[str] | None = ConfigOpt,
         when: str | None = TimeOpt,
+        env: list[str] | None = EnvOpt,
         url: str | None = typer.Option(None, "--url", envvar="ATTRIB_URL", help="The daemon's address."),
         secret_file: Path | None = typer.Option(None, "--secret-file", envvar="ATTRIB_SECRET_FILE", help="File holding the shared secret."),
     ) -> None:
@@ -116,9 +121,10 @@ def _push(guard: Guard) -> Callable[..., None]:
         from attrib.daemon.cli_client import DEFAULT_URL, check_answer, read_client_secret, request
 
         def go() -> int:
-            _options(fmt, commit, config, when)  # bad options fail here, before anything is sent
+            opts = _options(fmt, commit, config, when, env)  # bad options fail here, before anything is sent
             body = {
                 "project": project, "format": fmt, "commit": commit, "config": config or [], "time": when,
+                "environment": dict(opts.environment),
                 "files": [{"name": n, "content": t} for n, t in _read(files)],
             }  # fmt: skip
             answer = check_answer(
@@ -129,6 +135,8 @@ def _push(guard: Guard) -> Callable[..., None]:
                 typer.echo(f"{f['name']}: " + ("already in the history" if f["duplicate"] else f"{f['rows']} results added"))
             for c in answer["changes"]:
                 typer.echo(_line(c))
+            for e in answer.get("environment", []):  # a daemon before issue 41 sends none
+                typer.echo(f"environment {e['title']}: not bisected; {e['issue']}")
             return 0
 
         guard(go)

@@ -33,7 +33,8 @@ from attrib.formats.text import MAX_BENCHMARK, MAX_CONFIG_KEY, MAX_UNIT, check_t
 from attrib.history.attrib_result import is_attrib_document, parse_attrib_json
 from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
 
-MAX_CONFIG_KEYS = 32
+MAX_CONFIG_KEYS = 32  # of configuration, and of environment, per row
+ENV_PREFIX = "env."  # gbench's `--benchmark_context=env.KEY=VALUE`, as the CSV's env.KEY columns
 
 
 class InputFormat(StrEnum):
@@ -58,6 +59,7 @@ class Options:
     commit: str | None = None  # for gbench / nvbench documents (and overrides nothing else)
     config: Mapping[str, str] = field(default_factory=dict)  # machine class etc., for every row
     measured_at: float | None = None  # for documents without a time
+    environment: Mapping[str, str] = field(default_factory=dict)  # where every row ran (--env)
 
 
 def sniff(name: str, text: str) -> InputFormat:
@@ -101,7 +103,7 @@ def _tool_rows(src: SourceFile, fmt: InputFormat, opts: Options) -> list[ResultR
     except FormatError as exc:
         raise IngestError(src.name, "", "", str(exc).removeprefix(f"{src.name}: ")) from None
     rows = [
-        ResultRow(f"benchmarks[{i}]", opts.commit, m.benchmark, m.value, m.unit, Direction.LOWER, None, dict(m.state))
+        ResultRow(f"benchmarks[{i}]", opts.commit, m.benchmark, m.value, m.unit, Direction.LOWER, None, dict(m.state), _tool_env(m.context))
         for i, m in enumerate(found)
         if m.usable
     ]
@@ -110,23 +112,41 @@ def _tool_rows(src: SourceFile, fmt: InputFormat, opts: Options) -> list[ResultR
     return rows
 
 
+def _tool_env(context: Mapping[str, str]) -> dict[str, str]:
+    """The environment a tool's document states: gbench's `env.<key>` context entries; NVBench's
+    own version (`nvbench`). The device's name is not environment: a series of another GPU is
+    another series, named by configuration (`--config gpu=H100`)."""
+    env = {k.removeprefix(ENV_PREFIX): v for k, v in context.items() if k.startswith(ENV_PREFIX) and v}
+    if context.get("nvbench_version"):
+        env.setdefault("nvbench", context["nvbench_version"])
+    return env
+
+
 def digest(project: str, rows: Sequence[StoredRow]) -> str:
     """The same rows are the same file, however they were written (a blank line, another
     order, a short sha for a full one): what identifies a row is what would be stored."""
     key = sorted(
-        json.dumps([r.commit, r.benchmark, sorted(r.config.items()), repr(r.value), r.unit, r.direction.value, r.measured_at])
+        json.dumps(
+            [r.commit, r.benchmark, sorted(r.config.items()), repr(r.value), r.unit, r.direction.value, r.measured_at]
+            + ([sorted(r.environment.items())] if r.environment else [])  # rows without one digest as before
+        )
         for r in rows
     )
     return hashlib.sha256(json.dumps([project, key]).encode()).hexdigest()
 
 
-def _check_row(source: str, r: ResultRow, config: Mapping[str, str]) -> None:
+def _check_row(source: str, r: ResultRow, config: Mapping[str, str], env: Mapping[str, str]) -> None:
     """The door every row of every format passes (see the module's docstring)."""
     check_text(r.benchmark, MAX_BENCHMARK, source, r.row, "benchmark")
     check_text(r.unit, MAX_UNIT, source, r.row, "unit")
     for key, value in config.items():
         check_text(key, MAX_CONFIG_KEY, source, r.row, "config")
         check_text(value, MAX_BENCHMARK, source, r.row, key)
+    if len(env) > MAX_CONFIG_KEYS:
+        raise IngestError(source, r.row, "environment", f"{len(env)} keys; expected at most {MAX_CONFIG_KEYS}")
+    for key, value in env.items():
+        check_text(key, MAX_CONFIG_KEY, source, r.row, "environment")
+        check_text(value, MAX_BENCHMARK, source, r.row, f"{ENV_PREFIX}{key}")
     if not math.isfinite(r.value):
         raise IngestError(source, r.row, "value", f"{r.value!r}: expected a finite number")
 
@@ -135,6 +155,8 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
     """Parse and resolve every file; BadRows with every bad row of every file, else the rows."""
     if len(opts.config) > MAX_CONFIG_KEYS:
         raise InputError(f"--config: at most {MAX_CONFIG_KEYS} keys")
+    if len(opts.environment) > MAX_CONFIG_KEYS:
+        raise InputError(f"--env: at most {MAX_CONFIG_KEYS} keys")
     bad: list[IngestError] = []
     out: list[FileRows] = []
     shas: dict[str, str | RepoError] = {}
@@ -159,13 +181,14 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
                 file_bad.append(IngestError(src.name, r.row, "commit", str(sha)))
                 continue
             config = {**opts.config, **r.config}
+            env = {**opts.environment, **r.environment}  # the row's own word wins, as for config
             try:
-                _check_row(src.name, r, config)
+                _check_row(src.name, r, config, env)
             except IngestError as exc:
                 file_bad.append(exc)
                 continue
             at = r.measured_at if r.measured_at is not None else opts.measured_at  # 0.0 is 1970-01-01, a time
-            stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, at))
+            stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, at, env))
         bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
         skipped = getattr(rows, "skipped", 0)  # the CSV's empty values (formats/results_csv.CsvRows)
         out.append(FileRows(src.name, fmt.value, digest(project, stored), stored, skipped))

@@ -4,6 +4,10 @@ Upload time says nothing about where a commit sits (nights fail and are re-run, 
 post late); the first-parent line of the branch the nightly runs follow does. Values of a
 commit not on that line (a pull request's, a side branch's) stay stored but are not part of
 the series. Several values of one commit (re-runs) become their median: one point per commit.
+A commit measured again in another environment (the nightly re-ran unchanged code after a
+toolkit upgrade) keeps the values of the environment it was first measured in: the others are
+the environment's evidence, not the code's (history/environment.py reads them), and a median of
+two environments would put half of an environment's step on a commit that did not change.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ import bisect
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from attrib.errors import RepoError
 from attrib.gitrepo import GitRepo
+from attrib.history.environment import agree
 from attrib.history.store import Point
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
@@ -73,12 +78,13 @@ class Ordered:
 def ordered(points: Sequence[Point], line: Sequence[str]) -> Ordered:
     pos = {sha: i for i, sha in enumerate(line)}
     by_commit: dict[str, list[float]] = defaultdict(list)
+    first_env: dict[str, Mapping[str, str]] = {}
     off = 0
-    for p in points:
-        if p.commit in pos:
-            by_commit[p.commit].append(p.value)
-        else:
+    for p in sorted(points, key=lambda p: p.measured_at):
+        if p.commit not in pos:
             off += 1
+        elif agree(first_env.setdefault(p.commit, p.environment), p.environment):
+            by_commit[p.commit].append(p.value)
     commits = sorted(by_commit, key=pos.__getitem__)
     return Ordered(commits, [statistics.median(by_commit[c]) for c in commits], off)
 

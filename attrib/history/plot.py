@@ -2,7 +2,8 @@
 
 Plain SVG text, no library and nothing fetched from anywhere, so the daemon's page works on
 a machine with no internet and no plotting extra. Every change point is a vertical band
-between its two commits, red for a regression and green for an improvement, wrapped in a
+between its two commits, red for a regression and green for an improvement (amber, class
+`environment`, for one the environment made: its title names the keys), wrapped in a
 link to its bisection when there is one. Every text from outside (benchmark names, config)
 is escaped, and a character XML 1.0 does not allow (C0 controls, which html.escape keeps;
 ingestion refuses them, but older rows may hold them) becomes U+FFFD: the SVG stays
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 WIDTH, HEIGHT = 720, 220
 PAD_L, PAD_R, PAD_T, PAD_B = 70, 16, 16, 34
 REGRESSION_COLOUR, IMPROVEMENT_COLOUR, POINT_COLOUR = "#c0392b", "#1e8449", "#2c3e50"
+ENVIRONMENT_COLOUR = "#b9770e"  # a change the environment made (a toolkit, a driver): not the code's
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
@@ -34,6 +36,7 @@ class Mark:
     label: str  # the hover text
     href: str | None  # its bisection (job page or report)
     recovered_at: int | None = None
+    environment: bool = False  # attributed to an environment change (history/environment.py)
 
 
 def series_svg(commits: Sequence[str], values: Sequence[float], unit: str, marks: Sequence[Mark], title: str) -> str:
@@ -59,9 +62,10 @@ def series_svg(commits: Sequence[str], values: Sequence[float], unit: str, marks
     ]
     for m in marks:
         left, right = x(m.index - 1), x(m.index)
-        colour = REGRESSION_COLOUR if m.regression else IMPROVEMENT_COLOUR
+        colour = ENVIRONMENT_COLOUR if m.environment else REGRESSION_COLOUR if m.regression else IMPROVEMENT_COLOUR
+        kind = ("regression" if m.regression else "improvement") + (" environment" if m.environment else "")
         band = (
-            f'<g class="change {"regression" if m.regression else "improvement"}"><title>{e(m.label)}</title>'
+            f'<g class="change {kind}"><title>{e(m.label)}</title>'
             f'<rect x="{left:.1f}" y="{PAD_T}" width="{max(right - left, 2):.1f}" height="{span_y}" fill="{colour}" fill-opacity="0.18"/>'
             f'<line x1="{right:.1f}" y1="{PAD_T}" x2="{right:.1f}" y2="{PAD_T + span_y}" stroke="{colour}" stroke-width="2" stroke-dasharray="4 3"/>'
             "</g>"

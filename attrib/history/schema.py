@@ -1,14 +1,16 @@
 """The nightly history's tables in SQLite, their indexes and the migrations between versions:
 stated here and nowhere else (history/store.py creates and migrates them)."""
 
-HISTORY_SCHEMA = 3  # meta key 'history_schema'; the daemon's own tables have their own version
+HISTORY_SCHEMA = 4  # meta key 'history_schema'; the daemon's own tables have their own version
 # From version N to N + 1. 1 -> 2 (issue 20): history_series.pending and the indexes on it and
 # on history_changes.flag. 2 -> 3 (issue 33): history_series.scale, the scale detection read it
-# on (NULL until its next detection).
+# on (NULL until its next detection). 3 -> 4 (issue 41): history_results.environment, where
+# each value was measured ('{}': nothing said, as every row stored before).
 MIGRATIONS = {
     "1": ("ALTER TABLE history_series ADD COLUMN pending INTEGER NOT NULL DEFAULT 0",
           "UPDATE history_series SET pending = 1"),  # detected again once: cheap, and nothing is missed
     "2": ("ALTER TABLE history_series ADD COLUMN scale TEXT",),
+    "3": ("ALTER TABLE history_results ADD COLUMN environment TEXT NOT NULL DEFAULT '{}'",),
 }  # fmt: skip
 
 SCHEMA = """
@@ -41,6 +43,7 @@ CREATE TABLE IF NOT EXISTS history_results (
     commit_sha TEXT NOT NULL,      -- full sha, resolved at ingestion
     value REAL NOT NULL,
     measured_at REAL NOT NULL,     -- the file's timestamp, else when it was received
+    environment TEXT NOT NULL DEFAULT '{}', -- canonical JSON: where it ran (toolkit, driver), never the series' identity
     PRIMARY KEY (file_digest, row)
 );
 CREATE INDEX IF NOT EXISTS history_results_by_series ON history_results (series_id, commit_sha);

@@ -14,6 +14,7 @@ it was given, and the caller orders a series by the repository's first-parent li
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -46,6 +47,7 @@ class FlagState(StrEnum):
     GROUPED = "grouped"  # joined the group job of an overlapping range (queued once, counted once): job_id
     REFUSED = "refused"  # the flag did not validate (note says why): not retried
     EXPIRED = "expired"  # waited WAITING_EXPIRY_S without a bisection (note says since when): not retried
+    ENVIRONMENT = "environment"  # the environment's, not the code's (note names the keys): filed, not bisected
 
     @property
     def retried(self) -> bool:
@@ -73,6 +75,7 @@ class Point:
     commit: str
     value: float
     measured_at: float
+    environment: Mapping[str, str] = dataclasses.field(default_factory=dict)  # where it was measured
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class StoredRow:
     unit: str
     direction: Direction
     measured_at: float | None
+    environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -197,9 +201,9 @@ class HistoryStore(SqliteStore):
                     sid = self._series_id(c, project, r, f.name, room)
                     touched[sid] = None
                     c.execute(
-                        "INSERT INTO history_results (file_digest, row, series_id, commit_sha, value, measured_at)"
-                        " VALUES (?,?,?,?,?,?)",
-                        (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at),
+                        "INSERT INTO history_results (file_digest, row, series_id, commit_sha, value, measured_at, environment)"
+                        " VALUES (?,?,?,?,?,?,?)",
+                        (f.digest, r.row, sid, r.commit, r.value, now if r.measured_at is None else r.measured_at, canonical_config(r.environment)),
                     )
                 # A count, not a flag: a detection that began before these rows were stored
                 # cannot clear them (detected() clears only the mark it read).
@@ -304,10 +308,10 @@ class HistoryStore(SqliteStore):
         """Every stored value of the series, in no particular order (see history/order.py)."""
         with self._errors("read results"):
             rows = self._conn().execute(
-                "SELECT commit_sha, value, measured_at FROM history_results WHERE series_id = ? ORDER BY measured_at, rowid",
+                "SELECT commit_sha, value, measured_at, environment FROM history_results WHERE series_id = ? ORDER BY measured_at, rowid",
                 (series_id,),
             ).fetchall()
-        return [Point(r[0], r[1], r[2]) for r in rows]
+        return [Point(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def counts(self) -> dict[str, int]:
         with self._errors("count"):

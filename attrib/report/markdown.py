@@ -389,7 +389,8 @@ def _range_lines(result: BisectResult, plot: str | None, figure: str | None) -> 
     out += [f"- {note_text(n)}" for n in result.notes if n.kind is NoteKind.TOO_NOISY][:1]
     for cp in result.detected:  # a job from the nightly history
         out.append(f"- detected in nightly history: `{cp.series}` of {cp.project} changed {cp.change_pct:+.2f} % between "
-                   f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})")  # fmt: skip
+                   f"`{cp.before[:10]}` and `{cp.after[:10]}` (p = {cp.p_value:.2g}): [series and change point]({cp.url})"
+                   + (f"; the environment changed too: {cp.environment}" if cp.environment else ""))  # fmt: skip
     out.append("")
     for cp in result.detected:
         drawn = series_sparkline(cp.series_values, cp.change_at, result.settings.min_change_pct)

@@ -371,6 +371,9 @@ class DetectedChange:
     # (at most SERIES_POINTS, the latest) and the position of the first night after the change.
     series_values: tuple[float, ...] = ()
     change_at: int | None = None
+    # The environment keys that differ between the nights on either side (`compiler nvcc
+    # 12.4.131 -> 12.6.85`; history/environment.py), "" when none: code and environment changed together.
+    environment: str = ""
 
 
 @dataclass(frozen=True)

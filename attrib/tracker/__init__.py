@@ -7,7 +7,9 @@ and whichever group of benchmarks it was found in. An issue filed before groups 
 per-benchmark fingerprint sha256(project, culprit, benchmark) and is found by it too. When an
 open issue exists, the report is added as a comment that names the benchmarks the issue did
 not list yet (each issue and comment lists its benchmarks in a hidden marker). Any outcome (not
-reproduced, inconclusive) may go where the caller asked with --comment-on.
+reproduced, inconclusive) may go where the caller asked with --comment-on. A change the
+environment made (a toolkit upgrade in the nightly history, history/environment.py) is one issue
+per environment change, fingerprinted by the change itself (`file_environment`).
 
 The PNG plot goes where the tracker takes it (dir: copies it, GitLab uploads it); where it
 cannot (GitHub's API, a failed upload) the body keeps the sparkline and says in one line why the
@@ -149,6 +151,28 @@ def named_members(text: str) -> set[str]:
 class Filed:
     action: str  # opened | commented | skipped
     where: str  # URL, file, or why it was skipped
+
+
+def environment_fingerprint(project: str, change: str) -> str:
+    """An environment change's issue in `project` (`change`: its keys and values, canonical)."""
+    return hashlib.sha256(f"{project}\nenvironment\n{change}".encode()).hexdigest()
+
+
+def file_environment(sink: Sink, title: str, body: str, change: str, series: Sequence[str], labels: list[str]) -> Filed:
+    """One issue per environment change (history/environment.py), whatever the series it moved,
+    deduplicated like a culprit's: by a hidden fingerprint of the change. An open twin gets a
+    comment only when this upload names series it did not list (a late machine's nightly)."""
+    fp = environment_fingerprint(sink.project, change)
+    run_id = uuid.uuid4().hex
+    marks = f"{marker(FINGERPRINT_MARK, fp)}\n{marker(RUN_MARK, run_id)}\n{members_marker(series)}\n"
+    existing = sink.find_open([fp], labels[0] if labels else None)
+    if existing is None:
+        return Filed("opened", sink.create(title, marks + body, labels, run_id).url)
+    added = [x for x in series if x not in named_members(existing.text)]
+    if not added:
+        return Filed("skipped", f"{existing.url} lists every series already")
+    lead = f"attrib saw this environment change move {len(added)} more series: {', '.join(f'`{x}`' for x in added)}."
+    return Filed("commented", sink.comment(existing.number, f"{marks}{lead}\n\n{body}", run_id).url)
 
 
 def _mention(sink: Sink, culprit: CulpritRecord) -> str:
