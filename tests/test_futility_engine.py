@@ -51,8 +51,10 @@ def test_a_stretch_undecidable_at_this_noise_is_said_so_before_the_cap():
         assert not any(c.rule is DecisionRule.FUTILITY for c in old.comparisons)  # type: ignore[attr-defined]
         assert [n.kind for n in new.notes].count(NoteKind.TOO_NOISY) == 1  # type: ignore[attr-defined]
     assert capped and all(n == 60 for n in capped)
-    assert stopped and max(stopped) < 60 and sum(stopped) / len(stopped) < 30
-    assert notes and all(n.count < 60 and n.value is not None and n.value > 2.0 for n in notes)
+    # a remaining-change test whose stretch may still hold the minimum the culprits left
+    # unexplained is not curtailed, and goes on past its cap (issue 39): stopped before twice it
+    assert stopped and max(stopped) < 120 and sorted(stopped)[len(stopped) // 2] < 30
+    assert notes and all(n.count < 120 and n.value is not None and n.value > 2.0 for n in notes)
     text = note_text(notes[0])
     assert "cannot be decided at this noise" in text and "could still have been ruled out" in text
 

@@ -54,7 +54,7 @@ def test_a_culprit_that_explains_the_whole_change_ends_the_search_without_remain
     # one clear step: the preflight minus its confirmation leaves less than the minimum, so no
     # range before or after it is searched again (and the second culprit case still finds both)
     from attrib.core.model import NoteKind, Purpose
-    from attrib.core.stats import remaining_upper
+    from attrib.core.remainder import remaining_upper
 
     out = run_simulated(linear_history(60, {30: 8.0}), NoiseModel("gaussian", sigma=0.01), 7, min_change_pct=MIN)
     assert list(out.culprits) == ["c030"]

@@ -9,7 +9,8 @@ and end undecided: each of those rounds is spent on a decision that cannot be re
 
 The rule (`reach_probability`): the probability that the test reaches either boundary within
 the rounds it has left, predictive over the step it measures (a flat prior, so the step is
-N(mean shift, sigma^2 / n) given its rounds) and the rounds to come (S moves as a Brownian
+N(mean shift, sigma^2 / n) given its rounds; for a test whose outcome changes what the report
+names, that combined with the unexplained change, core/remainder.py) and the rounds to come (S moves as a Brownian
 motion with that drift and the per-round noise). Every boundary of the mixtures is replaced
 by the line of one component (a mixture of likelihood ratios reaches its threshold only if
 one of them does), continuous time stands for rounds, and the components' crossing
@@ -79,15 +80,33 @@ def crossing_probability(gap: np.ndarray, drift: np.ndarray, sigma: float, round
     return np.where(gap <= 0, 1.0, np.minimum(1.0, first + second))
 
 
+def step_predictive(total: float, n: int, sigma: float, prior: tuple[float, float] | None) -> tuple[float, float]:
+    """The step's predictive normal (mean, sd) after n rounds summing to `total`: N(total / n,
+    sigma^2 / n) from a flat prior, or that combined with a normal `prior` (mean, variance) by
+    their precisions (the unexplained change, core/remainder.py)."""
+    if prior is None or not prior[1] > 0 or not math.isfinite(prior[1]):
+        return total / n, sigma / math.sqrt(n)
+    precision = n / sigma**2 + 1 / prior[1]
+    return (total / sigma**2 + prior[0] / prior[1]) / precision, 1 / math.sqrt(precision)
+
+
 def reach_probability(
-    total: float, n: int, sigma: float, left: int, bad: Sequence[Line], good: Sequence[Line]
+    total: float,
+    n: int,
+    sigma: float,
+    left: int,
+    bad: Sequence[Line],
+    good: Sequence[Line],
+    prior: tuple[float, float] | None = None,
 ) -> float:
     """The predictive probability that a test with round shifts summing to `total` after n
     rounds crosses one of its `bad` lines (from below) or `good` lines (from above) within
-    `left` more rounds, at per-round noise sigma (see the module doc: an upper bound)."""
+    `left` more rounds, at per-round noise sigma (see the module doc: an upper bound); the step
+    from `step_predictive` (a flat prior, or `prior`)."""
     if left <= 0 or n <= 0 or not math.isfinite(sigma) or sigma <= 0:
         return 1.0
-    mu = total / n + sigma / math.sqrt(n) * _NODES  # the step, at the quadrature's nodes
+    centre, spread = step_predictive(total, n, sigma, prior)
+    mu = centre + spread * _NODES  # the step, at the quadrature's nodes
     p = np.zeros_like(mu)
     for line in bad:
         p += crossing_probability(

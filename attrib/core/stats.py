@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
-from scipy.special import chdtri, stdtrit  # scipy.stats costs a second of start-up; these are enough
+from scipy.special import chdtri  # scipy.stats costs a second of start-up; these are enough
 
 from attrib.core.futility import (
     FUTILITY_AT,
@@ -56,6 +56,7 @@ from attrib.core.futility import (
     reach_probability,
     rounds_needed,
     sigma_bounds,
+    step_predictive,
 )
 from attrib.core.model import BlockStatistic, DecisionRule, Direction, Verdict
 
@@ -103,6 +104,9 @@ class TestConfig:
     # `horizon` rounds ends INCONCLUSIVE at once. False runs every test to its cap (the old rule).
     futility: bool = True
     horizon: int = 0  # the rounds the test may reach, an extension that follows included; 0: max_rounds
+    # Where the futility rule's predictive over the step starts (mean, variance; log shift): the
+    # unexplained change (core/remainder.curtailing); None: a flat prior, the test's rounds alone
+    prior: tuple[float, float] | None = None
 
     def confirming(self) -> TestConfig:
         """The direct comparison of a boundary: it sizes the step (culprit or smaller step), and
@@ -393,6 +397,8 @@ def futile(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: fl
     if config.truncate and rounds_needed(low, width, critical_z(config), TRUNCATION_FACTOR) <= horizon:
         return False
     total = float(np.sum(diffs))
+    if config.prior is not None and step_predictive(total, n, sd, config.prior)[0] >= delta:
+        return False  # the unexplained change and these rounds still put the step at the minimum
     return all(
         reach_probability(
             total,
@@ -400,6 +406,7 @@ def futile(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: fl
             s,
             left,
             *boundary_lines(delta, config.ignore, s, config.upper, config.lower, ZONE_STEPS, ZONE_NULLS),
+            prior=config.prior,
         )
         < FUTILITY_AT
         for s in (max(low, SIGMA_FLOOR), max(sd, SIGMA_FLOOR))
@@ -513,26 +520,6 @@ def to_pct(shift: float, direction: Direction) -> float:
 def min_change_shift(min_change_pct: float) -> float:
     """The recipe's minimum meaningful change as an oriented log shift."""
     return math.log1p(min_change_pct / 100.0)
-
-
-def remaining_upper(total: Sequence[float], found: Sequence[Sequence[float]], beta: float) -> float:
-    """The (1 - beta) upper bound of what the culprits found leave of the whole change: the mean
-    of the preflight's paired shifts minus the means of each confirmation's, with their standard
-    errors added in quadrature (independent paired tests, so drift cancels in each). Below the
-    minimum, a further step >= the minimum exists with probability < beta: searching for it
-    again would be the zone's test repeated at a cost of many rounds (`remaining` of issue 19)."""
-    sets = [np.asarray(total, dtype=float), *(np.asarray(f, dtype=float) for f in found)]
-    if any(s.size < 2 for s in sets):
-        return math.inf
-    rest = float(sets[0].mean()) - sum(float(f.mean()) for f in sets[1:])
-    # one per-round variance pooled over the sets (each is paired shifts of one benchmark) and
-    # Student's t at its degrees of freedom, not each set's own variance with the normal
-    # quantile: a preflight or confirmation of 3-5 rounds states its variance from 2-4 degrees
-    # of freedom, and one drawn low said "nothing left" with a second culprit still in the range
-    dof = sum(s.size - 1 for s in sets)
-    var = sum(float(s.var(ddof=1)) * (s.size - 1) for s in sets) / dof
-    se = math.sqrt(var * sum(1 / s.size for s in sets))
-    return rest + float(stdtrit(dof, 1 - beta)) * se
 
 
 def to_shift(pct: float, direction: Direction) -> float:

@@ -28,6 +28,7 @@ from attrib.core import requests as locate
 from attrib.core.blocks import hopeless
 from attrib.core.confirmation import Meaning, meaning
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
+from attrib.core.remainder import still_unexplained
 from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.records import Comparison
@@ -196,10 +197,16 @@ class PosteriorSearch:
         # both sides by their measured stand-ins (the same bytes, and no binary measured twice),
         # with the segment's reference beside them in every round: its blocks there place the
         # confirmation's blocks in the posterior as the search's are (core/posterior.round_corrected)
+        config = scope.curtailing(scope.config.confirming())
         (confirm,) = ev.compare(
-            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming(),
-            alongside=(ev.stand_in(reference),),
-        )  # fmt: skip
+            [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, config, alongside=(ev.stand_in(reference),)
+        )
+        if confirm.rule is DecisionRule.CAP and still_unexplained(config, confirm.diffs, confirm.sigma, scope.delta):
+            # undecided at the cap with the minimum still unexplained: it goes on (core/remainder.py)
+            (confirm,) = ev.compare(
+                [ev.stand_in(culprit)], ev.stand_in(last_good), Purpose.CONFIRM, config.extended(),
+                resume={ev.stand_in(culprit): confirm.diffs}, alongside=(ev.stand_in(reference),),
+            )  # fmt: skip
         if confirm.rule is DecisionRule.BUDGET:
             return OutOfTime(last, k)
         # the zone decided the confirmation; its size, P(step >= the minimum), is still what

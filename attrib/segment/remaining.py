@@ -11,31 +11,29 @@ from __future__ import annotations
 
 import math
 
-from attrib.core import futility
-from attrib.core.model import DecisionRule, Direction, Note, NoteKind, Purpose
-from attrib.core.stats import TRUNCATION_FACTOR, critical_z, min_change_shift, remaining_upper, to_pct
+from attrib.core import futility, remainder
+from attrib.core.model import DecisionRule, Direction, Note, NoteKind, Purpose, Step
+from attrib.core.stats import TRUNCATION_FACTOR, critical_z, min_change_shift, to_pct
 from attrib.evaluate.records import Comparison
 from attrib.segment.scope import Scope
 
 
 class RemainingChange:
-    """What the driver has located so far (the preflight's whole change, each step's
-    confirmation) and the rule that reads it."""
+    """The rule that reads what the driver has located so far (the preflight's whole change, each
+    step's confirmation: kept by the Scope, whose confirmations read it too)."""
 
     def __init__(self, scope: Scope, posterior: bool) -> None:
         self.scope = scope
         self.posterior = posterior  # the posterior search: its levels answer most questions here
-        self._total: Comparison | None = None  # the preflight: the whole change
-        self._found: list[Comparison] = []  # each located step's confirmation
         self._said_nothing_left = False
 
     def start(self, preflight: Comparison) -> None:
         """The whole change, as the preflight measured it: what the steps found are read against."""
-        self._total = preflight
+        self.scope.whole_change(preflight)
 
     def located(self, confirmation: Comparison) -> None:
         """A step found (a culprit's, or a smaller step's), by its confirmation."""
-        self._found.append(confirmation)
+        self.scope.located(confirmation)
 
     def still_worse(self, end: str, reference: str) -> Comparison:
         """Whether `end` is still worse than `reference` (the latest culprit, or the good end
@@ -53,7 +51,18 @@ class RemainingChange:
         measured_end, measured_ref = end, reference
         if self.posterior:
             measured_end, measured_ref = scope.evidence.stand_in(end), scope.evidence.stand_in(reference)
-        (comp,) = scope.evidence.compare([measured_end], measured_ref, Purpose.REMAINING)
+        # not stopped for futility while the whole change less the steps found, with this
+        # test's rounds, still puts the step at the minimum (core/remainder.py): such a stop
+        # lost the second culprit in 5 of 20 runs of issue 39's tree
+        config = scope.curtailing(scope.config)
+        (comp,) = scope.evidence.compare([measured_end], measured_ref, Purpose.REMAINING, config)
+        if comp.rule is DecisionRule.CAP and remainder.still_unexplained(config, comp.diffs, comp.sigma, scope.delta):
+            # undecided at the cap with the minimum still unexplained: it goes on, as an
+            # undecided preflight does, before the stretch may be left undecided
+            scope.phase(Step.MORE_SAMPLES, (end,), 1)
+            (comp,) = scope.evidence.compare(
+                [measured_end], measured_ref, Purpose.REMAINING, config.extended(), resume={measured_end: comp.diffs}
+            )
         return comp
 
     def undecided(self, end: str, reference: str, comp: Comparison) -> Note:
@@ -71,16 +80,18 @@ class RemainingChange:
 
     def nothing_left(self) -> bool:
         """The posterior search: whether the steps found so far leave of the preflight's change
-        less than the minimum at P >= 1 - beta (core/stats.remaining_upper); then no further
+        less than the minimum at P >= 1 - beta (core/remainder.py); then no further
         range is searched, before or after them, and the note says so once."""
-        if not self.posterior or self._total is None or not self._found:
+        rest = self.scope.unexplained()
+        if not self.posterior or rest is None or not self.scope.found_any:
             return False
         if self._said_nothing_left:
             return True
         bench = self.scope.bench
-        upper = remaining_upper(self._total.diffs, [c.diffs for c in self._found], self.scope.config.beta)
+        upper = rest.bound(1 - self.scope.config.beta)
         if upper >= min_change_shift(bench.min_change_pct):
             return False
         self._said_nothing_left = True
         self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, bench.direction)))
         return True
+

@@ -7,7 +7,9 @@ what byte-identical artifacts settle, and, at the end, the account of what was m
 evaluate/evaluation.Evaluation is its implementation; the search never reaches past it (no
 runner, builder or clock of its own). `Scope` is the rest the searches share: the evidence,
 progress, and what they found (each placed commit's verdict, the notes), which only its
-methods change.
+methods change, and the decomposition of the whole change into the steps located so far
+(`unexplained`, `curtailing`: core/remainder.py), which the remaining-change test and every
+confirmation read.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
-from attrib.core import futility
+from attrib.core import futility, remainder
 from attrib.core.blocks import BlockChoice
 from attrib.core.model import BuildRecord, CommitInfo, Note, NoteKind, Phase, Purpose, Step, Verdict
 from attrib.core.stats import TRUNCATION_FACTOR, TestConfig, critical_z, min_change_shift
@@ -80,6 +82,8 @@ class Scope:
         self.prebuilt = prebuilt  # commits whose binary CI published ([build] prebuilt): cheaper to build
         self._verdicts: dict[str, tuple[str, Verdict]] = {}  # sha -> (reference, verdict)
         self._notes: list[Note] = []
+        self._whole: tuple[float, ...] | None = None  # the preflight's paired shifts: the whole change
+        self._shares: list[tuple[float, ...]] = []  # each located step's confirmation's shifts
 
     @property
     def config(self) -> TestConfig:
@@ -105,6 +109,33 @@ class Scope:
             if comp.purpose.places_commit:
                 self.place(comp.candidate, reference, comp.verdict)
         return list(comps)
+
+    def whole_change(self, comp: Comparison) -> None:
+        """The whole change, as the preflight measured it: what the steps found are read against."""
+        self._whole = comp.diffs
+
+    def located(self, confirmation: Comparison) -> None:
+        """A step found (a culprit's, or a smaller step's), by its confirmation: its share."""
+        self._shares.append(confirmation.diffs)
+
+    @property
+    def delta(self) -> float:
+        """The recipe's minimum change, as a log shift."""
+        return min_change_shift(self.bench.min_change_pct)
+
+    @property
+    def found_any(self) -> bool:
+        return bool(self._shares)
+
+    def unexplained(self) -> remainder.Unexplained | None:
+        """The whole change less the steps located so far (None before the preflight)."""
+        return None if self._whole is None else remainder.unexplained(self._whole, self._shares)
+
+    def curtailing(self, config: TestConfig) -> TestConfig:
+        """`config` for a test whose outcome changes what the report names (the remaining-change
+        test, a confirmation): the futility rule's predictive starts from the unexplained change,
+        and stops nothing while it puts the step at the minimum (core/remainder.curtailing)."""
+        return remainder.curtailing(config, self.unexplained())
 
     def note(self, note: Note) -> None:
         self._notes.append(note)

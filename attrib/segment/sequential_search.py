@@ -85,7 +85,7 @@ class SequentialSearch:
                 continue
             culprit, last_good = seg.positions[b.first_bad], seg.positions[b.last_good]
             scope.phase(Step.CONFIRMING, (culprit, last_good))
-            (confirm,) = self._compare(seg, [culprit], ev.stand_in(last_good), Purpose.CONFIRM, scope.config.confirming())
+            (confirm,) = self._compare(seg, [culprit], ev.stand_in(last_good), Purpose.CONFIRM, scope.curtailing(scope.config.confirming()))
             seg.steps.append((b.last_good, b.first_bad, confirm.evidence))
             if confirm.rule is DecisionRule.BUDGET:
                 return OutOfTime(b.last_good, b.first_bad)

@@ -1,0 +1,93 @@
+"""The whole change less the named steps: what is still unexplained, and what a test may give up.
+
+The preflight measures the whole change (bad against good, paired rounds); each located step's
+confirmation measures its own share (culprit^ against culprit). Their difference is the change
+no step found so far accounts for, an estimate from independent paired sets (drift cancels in
+each), with one per-round variance pooled over them and Student's t at their degrees of freedom.
+
+It serves two rules (docs/statistics.md, "Futility" and "A remainder left undecided"):
+* `remaining_upper`: below the minimum at P >= 1 - beta, nothing is left to search;
+* `curtailing`: the remaining-change test's and the confirmation's predictive over the step
+  starts from this estimate, not from a flat prior, and they are never stopped for futility while
+  that predictive (the estimate combined with the test's own rounds) puts the step at the minimum
+  or above: a stop there could cost a culprit the report would otherwise name;
+
+Pure: shifts in, numbers out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.special import stdtrit
+
+from attrib.core.futility import step_predictive
+from attrib.core.stats import TestConfig
+
+REMAINDER_LEVEL = 0.95  # the unexplained change's interval (two-sided)
+
+
+@dataclass(frozen=True)
+class Unexplained:
+    """The whole change's mean shift less the named steps' (oriented log), with its standard
+    error and the degrees of freedom of the per-round variance pooled over the sets."""
+
+    shift: float
+    se: float
+    dof: int
+    whole: float  # the whole change's mean shift, which `shift` is part of
+
+    def bound(self, p: float) -> float:
+        """The p-quantile of the estimate (Student's t at its degrees of freedom)."""
+        return self.shift + float(stdtrit(self.dof, p)) * self.se
+
+    def interval(self, level: float = REMAINDER_LEVEL) -> tuple[float, float]:
+        return self.bound((1 - level) / 2), self.bound((1 + level) / 2)
+
+
+def unexplained(total: Sequence[float], found: Sequence[Sequence[float]]) -> Unexplained | None:
+    """The whole change (the preflight's paired shifts) less each named step's (its
+    confirmation's shifts); None when any set has fewer than two rounds (no variance)."""
+    sets = [np.asarray(total, dtype=float), *(np.asarray(f, dtype=float) for f in found)]
+    if any(s.size < 2 for s in sets):
+        return None
+    rest = float(sets[0].mean()) - sum(float(f.mean()) for f in sets[1:])
+    # one per-round variance pooled over the sets (each is paired shifts of one benchmark) and
+    # Student's t at its degrees of freedom, not each set's own variance with the normal
+    # quantile: a preflight or confirmation of 3-5 rounds states its variance from 2-4 degrees
+    # of freedom, and one drawn low said "nothing left" with a second culprit still in the range
+    dof = sum(s.size - 1 for s in sets)
+    var = sum(float(s.var(ddof=1)) * (s.size - 1) for s in sets) / dof
+    return Unexplained(rest, math.sqrt(var * sum(1 / s.size for s in sets)), dof, float(sets[0].mean()))
+
+
+def remaining_upper(total: Sequence[float], found: Sequence[Sequence[float]], beta: float) -> float:
+    """The (1 - beta) upper bound of what the culprits found leave of the whole change. Below the
+    minimum, a further step >= the minimum exists with probability < beta: searching for it
+    again would be the zone's test repeated at a cost of many rounds (`remaining` of issue 19)."""
+    rest = unexplained(total, found)
+    return math.inf if rest is None else rest.bound(1 - beta)
+
+
+def curtailing(config: TestConfig, rest: Unexplained | None) -> TestConfig:
+    """The test settings of a test whose outcome can change what the report names (the
+    remaining-change test, a confirmation), given what is still unexplained: the futility rule's
+    predictive over the step starts from the unexplained change (`TestConfig.prior`), and no
+    futility stop while that predictive's mean is at least the minimum (`core/stats.futile`).
+    Unchanged when nothing measures the remainder yet."""
+    if rest is None or not config.futility:
+        return config
+    return replace(config, prior=(rest.shift, rest.se**2))
+
+
+def still_unexplained(config: TestConfig, diffs: Sequence[float], sigma: float, delta: float) -> bool:
+    """Whether a test with a prior (`curtailing`) still puts the step at the minimum or above,
+    its rounds `diffs` combined with the unexplained change: then it may not be curtailed, and
+    one undecided at its cap goes on (segment/remaining.py)."""
+    if config.prior is None or not diffs or not sigma > 0:
+        return False
+    mean, _ = step_predictive(float(np.sum(diffs)), len(diffs), sigma, config.prior)
+    return mean >= delta
