@@ -149,6 +149,12 @@ class FlagError(InputError):
         self.field = field
 
 
+class FlagRefused(FlagError):
+    """An authentic webhook's flag the daemon will not take from its sender (HTTP 403): the run
+    of a fork's pull request, or a flag for another repository than the sender, where the
+    daemon's [webhooks] config does not allow it (daemon/senders.py)."""
+
+
 class UpstreamError(AttribError):
     """A forge the daemon asked (GitHub, for a workflow run's artifact) cannot be reached or
     answered an error (HTTP 502); one line naming the repository and, for 401/403/404, the

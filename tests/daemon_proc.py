@@ -22,6 +22,35 @@ from typing import Any
 
 from attrib.daemon.auth import github_signature, sign
 
+# The repository the tests' webhooks come from, shaped as GitHub's and GitLab's payloads give
+# it (octokit/webhooks' payload examples; GitLab's "Pipeline events" docs): the daemon checks a
+# webhook's flag against its sender (daemon/senders.py).
+FORGE_REPO = "acme/kernels"
+FORGE_ID = 186853002
+
+
+def github_repository(name: str = FORGE_REPO, repo_id: int = FORGE_ID) -> dict[str, Any]:
+    return {
+        "id": repo_id, "name": name.split("/")[1], "full_name": name, "private": False, "fork": False,
+        "html_url": f"https://github.com/{name}", "url": f"https://api.github.com/repos/{name}",
+        "git_url": f"git://github.com/{name}.git", "ssh_url": f"git@github.com:{name}.git",
+        "clone_url": f"https://github.com/{name}.git", "svn_url": f"https://github.com/{name}", "default_branch": "main",
+    }  # fmt: skip
+
+
+def gitlab_project(name: str = FORGE_REPO, project_id: int = 15) -> dict[str, Any]:
+    return {
+        "id": project_id, "name": name.split("/")[-1], "path_with_namespace": name, "web_url": f"https://gitlab.example.com/{name}",
+        "git_ssh_url": f"git@gitlab.example.com:{name}.git", "git_http_url": f"https://gitlab.example.com/{name}.git",
+        "namespace": name.split("/")[0], "visibility_level": 20, "default_branch": "main",
+    }  # fmt: skip
+
+
+def webhook_tables(repo_path: Path) -> str:
+    """The daemon config letting FORGE_REPO's webhooks flag the tests' local repository."""
+    return "".join(f'[webhooks."{forge}:{FORGE_REPO}"]\nrepos = ["{repo_path}"]\n' for forge in ("github", "gitlab"))
+
+
 START_DEADLINE_S = 120.0  # generous: the machine may be busy; a start takes about a second
 MIB = 1 << 20
 

@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 import uvicorn
 from conftest import git
+from daemon_proc import FORGE_REPO, github_repository, gitlab_project
 from daemon_proc import send as _send
 
 from attrib.daemon.auth import github_signature, sign
 from attrib.daemon.config import Settings
+from attrib.daemon.senders import WebhookRule
 from attrib.daemon.server import create_app
 from attrib.daemon.store import Store
 from attrib.demo import DEMO_RECIPE
@@ -101,6 +103,11 @@ def settings(tmp_path: Path) -> Settings:
 def daemon(settings: Settings) -> Iterator[Daemon]:
     with running(settings) as d:
         yield d
+
+
+def webhook_rules(repo_path: Path) -> dict[str, WebhookRule]:
+    """What daemon_proc.webhook_tables says, for an in-process daemon's settings."""
+    return {f"{forge}:{FORGE_REPO}": WebhookRule(repos=(str(repo_path),)) for forge in ("github", "gitlab")}
 
 
 def good_flag(repo: tuple[Path, list[str]], good: int = 0, bad: int = -1, **extra: Any) -> dict[str, Any]:
@@ -228,7 +235,7 @@ def html_escaped(text: str) -> str:
     return html.escape(text)
 
 
-def test_github_check_run_webhook(daemon: Daemon, repo):
+def test_github_check_run_webhook(settings: Settings, repo):
     flag = good_flag(repo)
     payload = {
         "action": "completed",
@@ -236,7 +243,13 @@ def test_github_check_run_webhook(daemon: Daemon, repo):
             "conclusion": "failure",
             "output": {"title": "perf", "summary": "slower", "text": f"see below\n```attrib-flag\n{json.dumps(flag)}\n```\n"},
         },
+        "repository": github_repository(),
     }
+    with running(replace(settings, webhooks=webhook_rules(repo[0]))) as daemon:
+        _check_run_answers(daemon, payload)
+
+
+def _check_run_answers(daemon: Daemon, payload: dict[str, Any]) -> None:
     body = json.dumps(payload).encode()
     hook = {"X-GitHub-Event": "check_run", "X-Hub-Signature-256": github_signature(body, SECRET)}
     assert daemon.post("/v1/webhooks/github", body, {"X-GitHub-Event": "check_run"})[0] == 401
@@ -252,12 +265,19 @@ def test_github_check_run_webhook(daemon: Daemon, repo):
     assert daemon.store.counts()["flags"] == 1
 
 
-def test_gitlab_pipeline_webhook(daemon: Daemon, repo):
+def test_gitlab_pipeline_webhook(settings: Settings, repo):
     flag = good_flag(repo)
     payload = {
         "object_kind": "pipeline",
-        "object_attributes": {"status": "failed", "variables": [{"key": "ATTRIB_FLAG", "value": json.dumps(flag)}]},
+        "object_attributes": {"status": "failed", "source": "push", "variables": [{"key": "ATTRIB_FLAG", "value": json.dumps(flag)}]},
+        "merge_request": None,
+        "project": gitlab_project(),
     }
+    with running(replace(settings, webhooks=webhook_rules(repo[0]))) as daemon:
+        _pipeline_answers(daemon, payload)
+
+
+def _pipeline_answers(daemon: Daemon, payload: dict[str, Any]) -> None:
     body = json.dumps(payload).encode()
     assert daemon.post("/v1/webhooks/gitlab", body, {})[0] == 401
     assert daemon.post("/v1/webhooks/gitlab", body, {"X-Gitlab-Token": "wrong-token-0123456789"})[0] == 401

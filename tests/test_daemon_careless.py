@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import spec
-from daemon_proc import Proc, daemon_process
+from daemon_proc import Proc, daemon_process, github_repository, webhook_tables
 from test_daemon_api import good_flag
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 
@@ -27,10 +27,10 @@ SECRET = "careless-secret-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+def proc(tmp_path_factory: pytest.TempPathFactory, repo) -> Iterator[Proc]:  # noqa: F811
     recipes = tmp_path_factory.mktemp("careless-recipes")
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
-    with daemon_process(tmp_path_factory.mktemp("careless"), SECRET, recipes) as p:
+    with daemon_process(tmp_path_factory.mktemp("careless"), SECRET, recipes, tables=webhook_tables(repo[0])) as p:
         yield p
 
 
@@ -39,7 +39,7 @@ def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
 
 def _check_run(text: str) -> bytes:
     run = {"conclusion": "failure", "output": {"title": "perf", "summary": "s", "text": text}}
-    return json.dumps({"action": "completed", "check_run": run}).encode()
+    return json.dumps({"action": "completed", "check_run": run, "repository": github_repository()}).encode()
 
 
 def test_a_hostile_check_run_does_not_stall_the_daemon(proc: Proc, repo):
@@ -256,8 +256,8 @@ def test_a_trickling_artifact_download_ends_with_its_deadline(tmp_path: Path):
     recipes.mkdir()
     try:
         with daemon_process(tmp_path / "d", SECRET, recipes, github_api_url=trickle.url, github_token_file=str(token)) as p:
-            run = {"id": 7, "conclusion": "failure", "html_url": "https://github.com/acme/kernels/actions/runs/7"}
-            body = json.dumps({"action": "completed", "workflow_run": run, "repository": {"full_name": "acme/kernels"}}).encode()
+            run = {"id": 7, "conclusion": "failure", "html_url": "https://github.com/acme/kernels/actions/runs/7", "head_repository": github_repository()}
+            body = json.dumps({"action": "completed", "workflow_run": run, "repository": github_repository()}).encode()
             status, answer, _ = p.github(body, event="workflow_run")
             answered = time.monotonic()
             assert status == 502 and "acme/kernels" in answer["error"], answer

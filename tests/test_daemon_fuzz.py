@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_proc import Proc, daemon_process
+from daemon_proc import Proc, daemon_process, github_repository, gitlab_project, webhook_tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
@@ -28,14 +28,16 @@ SECRET = "fuzz-secret-0123456789abcdef"
 EXAMPLES = 120
 MEMORY_GROWTH_MIB = 64  # far below what unbounded bodies or leaks would add over the examples
 # 502: the workflow_run path asks GitHub (here a closed loopback port) and says it cannot reach it.
-ANSWERS = {200, 202, 400, 401, 413, 429, 502}
+# 403: a fork's run, or a flag for another repository than its sender's (daemon/senders.py).
+ANSWERS = {200, 202, 400, 401, 403, 413, 429, 502}
 
 
 @pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+def proc(tmp_path_factory: pytest.TempPathFactory, repo) -> Iterator[Proc]:  # noqa: F811
     recipes = tmp_path_factory.mktemp("fuzz-recipes")
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
-    with daemon_process(tmp_path_factory.mktemp("fuzz"), SECRET, recipes, github_api_url="http://127.0.0.1:9") as p:
+    tables = webhook_tables(repo[0])
+    with daemon_process(tmp_path_factory.mktemp("fuzz"), SECRET, recipes, tables=tables, github_api_url="http://127.0.0.1:9") as p:
         yield p
 
 
@@ -92,14 +94,17 @@ def requests(draw: st.DrawFn, repo_info: tuple[Path, list[str]]) -> tuple[str, b
     elif route == "check_run":
         text = draw(st.sampled_from([f"```attrib-flag\n{json.dumps(flag)}\n```", json.dumps(flag), "```attrib-flag\n{\n```"]))
         payload = {"action": draw(st.sampled_from(["completed", "created"])),
-                   "check_run": {"conclusion": draw(st.sampled_from(["failure", "success", None])), "output": draw(st.sampled_from([{"text": text}, {"summary": text}, text, None]))}}  # fmt: skip
+                   "check_run": {"conclusion": draw(st.sampled_from(["failure", "success", None])), "output": draw(st.sampled_from([{"text": text}, {"summary": text}, text, None]))},
+                   "repository": draw(st.sampled_from([github_repository(), github_repository("someone/else", 7), None]))}  # fmt: skip
     elif route == "workflow_run":
         payload = {"action": "completed", "repository": draw(st.sampled_from([{"full_name": "acme/kernels"}, {"full_name": "../.."}, "x"])),
-                   "workflow_run": {"conclusion": draw(st.sampled_from(["failure", "success"])), "id": draw(st.integers(-2, 2**64) | json_values)}}  # fmt: skip
+                   "workflow_run": {"conclusion": draw(st.sampled_from(["failure", "success"])), "id": draw(st.integers(-2, 2**64) | json_values),
+                                    "head_repository": draw(st.sampled_from([github_repository(), github_repository("fork/kernels", 9), None]))}}  # fmt: skip
     else:
         value = draw(st.sampled_from([json.dumps(flag), "{", "[" * 100]) | json_values)
         payload = {"object_kind": draw(st.sampled_from(["pipeline", "push"])),
-                   "object_attributes": {"status": draw(st.sampled_from(["failed", "success"])), "variables": [{"key": "ATTRIB_FLAG", "value": value}]}}  # fmt: skip
+                   "object_attributes": {"status": draw(st.sampled_from(["failed", "success"])), "variables": [{"key": "ATTRIB_FLAG", "value": value}]},
+                   "project": draw(st.sampled_from([gitlab_project(), gitlab_project("someone/else", 8), None]))}  # fmt: skip
     if draw(st.booleans()):
         payload = draw(st.sampled_from([payload, [payload], {"wrapped": payload}]))
     return route, json.dumps(payload).encode(), route

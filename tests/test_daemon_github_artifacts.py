@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_proc import github_repository
 from fake_github_actions import REPO, TOKEN, FakeActions, serving
-from test_daemon_api import SECRET, Daemon, good_flag, running
+from test_daemon_api import SECRET, Daemon, good_flag, running, webhook_rules
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 from test_daemon_api import settings as settings  # noqa: F401
 
@@ -39,10 +40,10 @@ def github() -> Iterator[FakeActions]:
 
 
 @pytest.fixture
-def daemon(settings: Settings, github: FakeActions, tmp_path: Path) -> Iterator[Daemon]:  # noqa: F811
+def daemon(settings: Settings, github: FakeActions, tmp_path: Path, repo) -> Iterator[Daemon]:  # noqa: F811
     token_file = tmp_path / "github-token"
     token_file.write_text(TOKEN + "\n")
-    with running(replace(settings, github_api_url=github.api_url, github_token_file=token_file)) as d:
+    with running(replace(settings, github_api_url=github.api_url, github_token_file=token_file, webhooks=webhook_rules(repo[0]))) as d:
         yield d
 
 
@@ -58,8 +59,11 @@ def zip_of(files: dict[str, bytes]) -> bytes:
 def event(run_id: int = RUN, conclusion: str = "failure", action: str = "completed", **run: Any) -> dict[str, Any]:
     return {
         "action": action,
-        "workflow_run": {"id": run_id, "conclusion": conclusion, "html_url": f"https://github.com/{PROJECT}/actions/runs/{run_id}", **run},
-        "repository": {"full_name": PROJECT},
+        "workflow_run": {
+            "id": run_id, "conclusion": conclusion, "event": "push", "html_url": f"https://github.com/{PROJECT}/actions/runs/{run_id}",
+            "head_repository": github_repository(PROJECT), "pull_requests": [], **run,
+        },  # fmt: skip
+        "repository": github_repository(PROJECT),
     }
 
 

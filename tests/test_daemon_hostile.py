@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-from daemon_proc import MIB, Proc, chunked_upload, daemon_process
+from daemon_proc import MIB, Proc, chunked_upload, daemon_process, github_repository, gitlab_project, webhook_tables
 from test_daemon_api import good_flag
 from test_daemon_api import repo as repo  # noqa: F401  (the module-scoped git repository fixture)
 
@@ -38,8 +38,8 @@ def recipes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def proc(tmp_path_factory: pytest.TempPathFactory, recipes: Path) -> Iterator[Proc]:
-    with daemon_process(tmp_path_factory.mktemp("hostile"), SECRET, recipes) as p:
+def proc(tmp_path_factory: pytest.TempPathFactory, recipes: Path, repo) -> Iterator[Proc]:  # noqa: F811
+    with daemon_process(tmp_path_factory.mktemp("hostile"), SECRET, recipes, tables=webhook_tables(repo[0])) as p:
         yield p
 
 
@@ -123,7 +123,8 @@ def test_legacy_signature_when_the_setting_allows_it(tmp_path: Path, recipes: Pa
 
 def test_forge_redeliveries_are_replays(proc: Proc, repo):
     flag = good_flag(repo, bad=5, source="forge replay")
-    check_run = {"action": "completed", "check_run": {"conclusion": "failure", "output": {"text": f"```attrib-flag\n{json.dumps(flag)}\n```"}}}
+    check_run = {"action": "completed", "check_run": {"conclusion": "failure", "output": {"text": f"```attrib-flag\n{json.dumps(flag)}\n```"}},
+                 "repository": github_repository()}  # fmt: skip
     body = json.dumps(check_run).encode()
     status, first, _ = proc.github(body, delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958")
     assert status == 202, first
@@ -132,8 +133,8 @@ def test_forge_redeliveries_are_replays(proc: Proc, repo):
     assert status == 202 and again == first
     status, again, _ = proc.github(body, delivery="another-id")  # the id is not signed: the body is known too
     assert status == 202 and again == first and proc.rows() == stored
-    pipeline = {"object_kind": "pipeline", "object_attributes": {"status": "failed", "variables": [
-        {"key": "ATTRIB_FLAG", "value": json.dumps({**flag, "source": "gitlab replay"})}]}}  # fmt: skip
+    pipeline = {"object_kind": "pipeline", "object_attributes": {"status": "failed", "source": "push", "variables": [
+        {"key": "ATTRIB_FLAG", "value": json.dumps({**flag, "source": "gitlab replay"})}]}, "project": gitlab_project()}  # fmt: skip
     status, first, _ = proc.gitlab(json.dumps(pipeline).encode(), uuid="a8d4e5f7-1111-4c5e-9a1e-1234567890ab")
     assert status == 202, first
     stored = proc.rows()

@@ -17,6 +17,9 @@ signature_tolerance_s = 300      # signed timestamps this far from our clock are
 allow_legacy_signature = false   # accept the old sha256= form (no timestamp) during a migration
 allow_http_repos = false         # fetch plain http:// repository URLs (cleartext code we then build)
 group_window_s = 1800            # a nightly history job waits this long for overlapping ranges to join it
+[webhooks."github:acme/kernels"]   # per sender: what its webhooks' flags may name (daemon/senders.py)
+repos = ["/srv/git/kernels"]     # besides the sender's own URLs: local paths or git URLs  [none]
+allow_forks = false              # flags from runs of forks' code  [false]
 [history]   # nightly results: projects, repositories, benchmark -> recipe (attrib/history/projects.py)
 ```
 """
@@ -25,12 +28,14 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from attrib.codec import NonEmptyStr, config_errors, decode_table
 from attrib.daemon.auth import DEFAULT_TOLERANCE_S
+from attrib.daemon.senders import WebhookRule, parse_webhooks
 from attrib.daemon.store import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_LEASE_S, DEFAULT_MAX_QUEUE
 from attrib.errors import ConfigError, InputError
 from attrib.evaluate.executors import ExecutorKind, executor_kind
@@ -70,6 +75,8 @@ class Settings:
     head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S  # a request head must be complete within this
     group_window_s: float = DEFAULT_GROUP_WINDOW_S  # overlapping ranges join a queued job this long
     history: HistoryConfig = HistoryConfig()  # POST /v1/results takes only the projects named here
+    # a webhook's flag: its sender's own repository, never a fork's run, unless a rule here says
+    webhooks: Mapping[str, WebhookRule] = field(default_factory=dict)
 
     @property
     def db_path(self) -> Path:
@@ -100,6 +107,7 @@ _KEYS: dict[str, Any] = {
     "head_timeout_s": float,
     "group_window_s": float,
     "history": dict[str, Any],
+    "webhooks": dict[str, Any],
 }
 
 
@@ -117,6 +125,8 @@ def read_config(path: Path) -> dict[str, Any]:
             out[key] = (path.parent / value).resolve()
     if "history" in out:
         out["history"] = parse_history(path, out["history"])
+    if "webhooks" in out:
+        out["webhooks"] = parse_webhooks(path, out["webhooks"])
     return out
 
 

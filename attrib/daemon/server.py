@@ -40,16 +40,18 @@ from attrib.daemon.auth import SignaturePolicy, Verified, check_bearer, verify_g
 from attrib.daemon.bodies import ASGIApp, BoundedBodies
 from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
-from attrib.daemon.flags import FlagContext, WorkflowRun, github_flag, gitlab_flag, parse_body, prepare_group
+from attrib.daemon.flags import FlagContext, WorkflowRun, parse_body, prepare_group
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, DEADLINE_GRACE_S, FETCH_DEADLINE_S, fetch_flag
 from attrib.daemon.grouping import joins
 from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
+from attrib.daemon.senders import Sender, check_sender, github_event, gitlab_event
 from attrib.daemon.store import Accepted, Job, Store
 from attrib.daemon.worker import WorkerPool
 from attrib.errors import (
     BadRows,
     FlagError,
+    FlagRefused,
     IngestError,
     InputError,
     QueueFull,
@@ -106,7 +108,8 @@ def _handlers(app: FastAPI) -> None:
             answer["errors"] = [str(e) for e in exc.errors]
         elif isinstance(exc, IngestError):
             answer["errors"] = [str(exc)]
-        return JSONResponse(answer, status_code=400)
+        # An authentic flag its sender may not send (a fork's run, another repository): 403.
+        return JSONResponse(answer, status_code=403 if isinstance(exc, FlagRefused) else 400)
 
     @app.exception_handler(QueueFull)
     async def _full(request: Request, exc: QueueFull) -> Response:
@@ -133,10 +136,12 @@ def _api(store: Store, settings: Settings) -> FastAPI:
     # Its own small pool: a slow GitHub must not take the threads that validate other flags.
     github_pool = ThreadPoolExecutor(max_workers=GITHUB_FETCHES, thread_name_prefix="attrib-github")
 
-    def _accept(flag: dict[str, Any], route: str, body: bytes, verified: Verified) -> Accepted:
+    def _accept(flag: dict[str, Any], route: str, body: bytes, verified: Verified, sender: Sender | None = None) -> Accepted:
         # Runs in the thread pool: validation runs git (and may fetch a URL), the store blocks.
-        # A flag naming several benchmarks is a group; one whose range overlaps a job still
-        # queued (for the same repository and recipe) joins it (daemon/grouping.py).
+        # A webhook's flag is checked against its sender first (daemon/senders.py). A flag naming
+        # several benchmarks is a group; it may join a queued job (daemon/grouping.py).
+        if sender is not None:
+            check_sender(sender, flag, settings.webhooks)
         job, members = prepare_group(flag, ctx)
         join = joins(store, job, members, settings.group_window_s, time.time())
         return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires, members, join)
@@ -170,7 +175,7 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         if replay is not None:
             return replay
         event = request.headers.get("X-GitHub-Event", "")
-        found, why = await run_in_threadpool(lambda: github_flag(event, parse_body(body), settings.github_api_url))
+        found, why, sender = await run_in_threadpool(github_event, event, body, settings.github_api_url, settings.webhooks)
         route, stored = "github", body
         if isinstance(found, WorkflowRun):
             run, route = found, "github-artifact"
@@ -184,7 +189,7 @@ def _api(store: Store, settings: Settings) -> FastAPI:
                 stored = json.dumps({"workflow_run": {"repository": run.repo, "id": run.run_id}, "flag": found}).encode()
         if found is None:
             return _ignored(why)
-        return _accepted(await run_in_threadpool(_accept, found, route, stored, verified))
+        return _accepted(await run_in_threadpool(_accept, found, route, stored, verified, sender))
 
     async def _artifact_flag(run: WorkflowRun) -> dict[str, Any] | None:
         """The flag in the run's artifact, fetched in the GitHub pool; the fetch's client holds
@@ -209,10 +214,10 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         if replay is not None:
             return replay
         event = request.headers.get("X-Gitlab-Event", "")
-        flag, why = await run_in_threadpool(lambda: gitlab_flag(event, parse_body(body)))
+        flag, why, sender = await run_in_threadpool(gitlab_event, event, body)
         if flag is None:
             return _ignored(why)
-        return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body, verified))
+        return _accepted(await run_in_threadpool(_accept, flag, "gitlab", body, verified, sender))
 
     _job_routes(app, store, settings)
     from attrib.daemon import results_api  # POST /v1/results and the series view (nightly history)

@@ -140,6 +140,9 @@ class BuildSpec:
     commands: tuple[str, ...]
     timeout_s: float = DEFAULT_BUILD_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
+    # names of attrib's environment that builds and benchmark runs get besides the base
+    # allow-list (executors/base.py BASE_ENV): nothing else of the daemon's (its tokens) reaches them
+    pass_env: tuple[str, ...] = ()
     # --executor docker only: the image (or a Dockerfile to build it from), limits, network
     image: str | None = None
     dockerfile: str | None = None  # relative to the recipe file
@@ -184,6 +187,8 @@ class BuildSpec:
             del fields["prebuilt_github"]  # the same for a GitHub artifact: where it comes from is the key's
         else:
             del fields["prebuilt_github"]["token_env"]  # which credentials fetch it changes no byte of it
+        if not fields["pass_env"]:
+            del fields["pass_env"]  # keeps the keys of recipes without it
         if fields["cache"] is None:
             del fields["cache"]  # keeps the keys of recipes without one
         # The tool is part of the key: ccache's base_dir, which lets two checkouts share entries,

@@ -92,6 +92,10 @@ _BUILD: dict[str, tuple[Check, bool]] = {
     "artifacts": (_GLOBS, False),
     "timeout_s": (_POS_NUM, False),
     "env": (_STR_TABLE, False),
+    "pass_env": (
+        _rule(tuple[str, ...], lambda v: all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", x) for x in v), 'a list of environment variable names, such as ["CUDA_HOME", "CC"]'),
+        False,
+    ),
     "image": (_STR, False),
     "dockerfile": (_STR, False),
     "network": (_BOOL, False),
@@ -366,6 +370,7 @@ def _build_spec(path: Path, build_t: dict[str, Any]) -> BuildSpec:
         commands=tuple(build_t["commands"]),
         timeout_s=float(build_t.get("timeout_s", DEFAULT_BUILD_TIMEOUT_S)),
         env=dict(build_t.get("env", {})),
+        pass_env=tuple(build_t.get("pass_env", ())),
         image=build_t.get("image"),
         dockerfile=build_t.get("dockerfile"),
         network=bool(build_t.get("network", False)),

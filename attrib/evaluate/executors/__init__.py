@@ -74,7 +74,7 @@ def make_executor(
     if kind is ExecutorKind.LOCAL:
         from attrib.evaluate.executors.local import LocalExecutor
 
-        return LocalExecutor(workdir)
+        return LocalExecutor(workdir, build.pass_env if build else ())
     from attrib.evaluate.compiler_cache import CONTAINER_DIR, default_dir
     from attrib.evaluate.executors.docker import DEFAULT_IMAGE, DockerExecutor, connect
     from attrib.evaluate.images import build_recipe_image
@@ -88,5 +88,5 @@ def make_executor(
     cache = default_dir(spec, WorkDir((workdir or Path.cwd()).resolve()).compiler_cache(spec.cache)) if spec.cache else None
     return DockerExecutor(
         image, network=spec.network, cpus=spec.cpus, memory=spec.memory, client=client, workdir=workdir,
-        mounts={cache: CONTAINER_DIR} if cache else None,
+        mounts={cache: CONTAINER_DIR} if cache else None, pass_env=spec.pass_env,
     )  # fmt: skip

@@ -6,6 +6,7 @@ not a circle."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -56,6 +57,29 @@ class Executor(Protocol):
     def close(self) -> None:
         """Release what the executor holds (containers); safe to call more than once."""
         ...
+
+
+# --- the environment a build command or a benchmark run gets ---------------------------------
+# Never attrib's own: the daemon is given its tokens in its environment (GITHUB_TOKEN,
+# GITLAB_TOKEN, ATTRIB_SECRET), and a build runs code from the commit under test. A build or run
+# gets these names from attrib's environment (where programs, libraries, home and temporary
+# files are, the locale), then the names the recipe lists in [build] pass_env, then [build] env's
+# values (docs/recipes.md: "The build's environment"). Docker takes none of BASE_ENV from the
+# host: the image has its own.
+BASE_ENV = ("PATH", "LD_LIBRARY_PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "CUDA_VISIBLE_DEVICES")
+BASE_ENV_PREFIXES = ("LC_",)  # the locale's categories: LC_ALL, LC_CTYPE, ...
+
+
+def command_environment(
+    pass_env: Sequence[str] = (), env: Mapping[str, str] | None = None, *, base: bool = True, parent: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The whole environment of a build command or benchmark run: BASE_ENV's names found in
+    `parent` (attrib's environment) when `base`, the recipe's `pass_env` names found there,
+    then `env` over them. Nothing else of attrib's environment reaches the command."""
+    parent = os.environ if parent is None else parent
+    out = {k: v for k, v in parent.items() if base and (k in BASE_ENV or k.startswith(BASE_ENV_PREFIXES))}
+    out |= {k: parent[k] for k in pass_env if k in parent}
+    return out | dict(env or {})
 
 
 class ExecutorKind(StrEnum):

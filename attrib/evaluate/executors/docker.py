@@ -27,7 +27,7 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 
 from attrib.errors import EngineUnavailable, ExecutorClosed, ImageMissing
-from attrib.evaluate.executors.base import DockerDescription, ProcessResult
+from attrib.evaluate.executors.base import DockerDescription, ProcessResult, command_environment
 
 CONTAINER_WORKDIR = "/src"
 BUILD_UID = 1000  # the image's non-root user (containers/Dockerfile.cpu creates it)
@@ -67,6 +67,7 @@ class DockerExecutor:
         client: docker.DockerClient | None = None,
         workdir: Path | None = None,
         mounts: Mapping[Path, str] | None = None,
+        pass_env: Sequence[str] = (),
     ) -> None:
         self.client = client or connect()
         img = require_image(self.client, image)
@@ -74,6 +75,7 @@ class DockerExecutor:
         self.image_id: str = img.id
         self.digests: list[str] = list(img.attrs.get("RepoDigests") or [])
         self.network = network
+        self.pass_env = tuple(pass_env)  # the recipe's [build] pass_env: the image has the rest
         self.cpus = cpus or float(os.cpu_count() or 1)
         self.memory = memory
         self.run_id = uuid.uuid4().hex[:12]
@@ -99,10 +101,10 @@ class DockerExecutor:
         return nullcontext()  # one engine, one host: every run of a round is on it already
 
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
-        return self._run(checkout, ["sh", "-c", command], dict(env), timeout_s)
+        return self._run(checkout, ["sh", "-c", command], command_environment(self.pass_env, env, base=False), timeout_s)
 
     def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
-        return self._run(checkout, list(argv), {}, timeout_s)
+        return self._run(checkout, list(argv), command_environment(self.pass_env, base=False), timeout_s)
 
     def _user(self, checkout: Path) -> str:
         if os.geteuid() != 0:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.evaluate.executors import guard
-from attrib.evaluate.executors.base import LocalDescription, ProcessResult
+from attrib.evaluate.executors.base import LocalDescription, ProcessResult, command_environment
 from attrib.evaluate.executors.processes import TOKEN_ENV, Ledger
 
 GUARD_MARGIN_S = 10.0  # the guard's own deadline is the caller's timeout plus this: the caller acts first
@@ -47,10 +47,11 @@ def start_guarded(
 def run_process(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, timeout_s: float, ledger: Ledger | None = None
 ) -> ProcessResult:
+    """`argv` under a guard, with `env` as its whole environment (None: attrib's own, for the
+    tools attrib runs itself, such as srun; a build or a benchmark is given
+    base.command_environment, never attrib's)."""
     start = time.monotonic()
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    full_env = dict(os.environ if env is None else env)
     if ledger is not None:
         full_env[TOKEN_ENV] = ledger.token
     try:
@@ -103,8 +104,9 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, pass_env: Sequence[str] = ()) -> None:
         self.ledger = Ledger.under(workdir)
+        self.pass_env = tuple(pass_env)  # the recipe's [build] pass_env (base.command_environment)
 
     def identity(self) -> str:
         return f"local:{platform.machine()}"
@@ -121,7 +123,7 @@ class LocalExecutor:
         self.ledger.close()
 
     def shell(self, checkout: Path, command: str, env: Mapping[str, str], timeout_s: float) -> ProcessResult:
-        return run_process(["sh", "-c", command], checkout, env, timeout_s, self.ledger)
+        return run_process(["sh", "-c", command], checkout, command_environment(self.pass_env, env), timeout_s, self.ledger)
 
     def run(self, checkout: Path, argv: Sequence[str], timeout_s: float) -> ProcessResult:
-        return run_process(argv, checkout, None, timeout_s, self.ledger)
+        return run_process(argv, checkout, command_environment(self.pass_env), timeout_s, self.ledger)

@@ -34,7 +34,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from attrib.errors import SlurmUnavailable
-from attrib.evaluate.executors.base import Executor, ProcessResult, SlurmBuildJob, SlurmDescription, SlurmRound
+from attrib.evaluate.executors.base import (
+    Executor,
+    ProcessResult,
+    SlurmBuildJob,
+    SlurmDescription,
+    SlurmRound,
+    command_environment,
+)
 from attrib.evaluate.executors.local import run_process
 from attrib.evaluate.executors.slurm_cli import CLI_TIMEOUT_S, SlurmCli
 from attrib.evaluate.executors.slurm_jobs import SlurmJobs
@@ -59,6 +66,7 @@ log = logging.getLogger("attrib.slurm")
 
 STEP_POLL_S = 0.5  # how often a running step checks for a cancel or a stop
 STAMP_VAR = "ATTRIB_STAMP"
+SLURM_CLIENT_ENV = ("SLURM_CONF",)  # what sbatch and srun need to find the cluster; more: [build] pass_env
 
 # attrib's batch script: stamps the command's start and end (the per-job overhead figures)
 # and runs its arguments as they are. It is the same text for every job; no user input in it.
@@ -174,6 +182,13 @@ class SlurmExecutor:
         """The daemon's stop check (cancel, daemon stopping, lease lost): polled while jobs wait."""
         self.slurm_jobs.watch(should_stop)
 
+    def environment(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """What sbatch and srun are run with, and so what their jobs and steps get (Slurm exports
+        the submitting environment): base.command_environment and the client's SLURM_CLIENT_ENV,
+        never attrib's whole environment."""
+        client = {k: os.environ[k] for k in SLURM_CLIENT_ENV if k in os.environ}
+        return command_environment(self.build_spec.pass_env, client | dict(env or {}))
+
     # --- builds ---------------------------------------------------------------------------
 
     def identity(self) -> str:
@@ -201,7 +216,7 @@ class SlurmExecutor:
     ) -> ProcessResult | str:
         """One build job: its result, or the fault that lost it (to retry)."""
         stamp = self.logs / f"{name}.stamp"
-        job_env = {**os.environ, **env, STAMP_VAR: str(stamp)}
+        job_env = self.environment(env) | {STAMP_VAR: str(stamp)}
         exclude = exclusion(self.bad_nodes, self.all_nodes)
         argv = sbatch_build_argv(
             self.spec, name, checkout, self.logs, self.script, argv, build_time_min(self.spec, timeout_s),
@@ -278,7 +293,7 @@ class SlurmExecutor:
             spec = r.spec or self.spec
             argv = sbatch_round_argv(spec, name, self.logs, self.script, exclusion(self.bad_nodes, self.all_nodes))
             submitted = time.monotonic()
-            job_id, err = self.slurm_jobs.submit(argv, name, dict(os.environ))
+            job_id, err = self.slurm_jobs.submit(argv, name, self.environment())
             if job_id is None:
                 faults.append(f"sbatch refused {name}: {err}")
                 continue
@@ -288,7 +303,7 @@ class SlurmExecutor:
                 # A first, empty step: the node is still starting the batch step, which would
                 # disturb whichever run came first; and a node that cannot start steps shows here.
                 warm = run_process(srun_step_argv(spec, job_id, self.workdir, self.workdir, ["true"], None),
-                                   self.workdir, None, CLI_TIMEOUT_S)  # fmt: skip
+                                   self.workdir, self.environment(), CLI_TIMEOUT_S)  # fmt: skip
                 if warm.ok:
                     r.job_id, r.node = job_id, info.nodes
                     return
@@ -328,7 +343,7 @@ class SlurmExecutor:
         stamp = self.logs / f"step-{r.job_id}-{r.runs}.stamp"
         script = None if self.spec.container_image else self.script
         step = srun_step_argv(r.spec or self.spec, r.job_id, checkout, self.workdir, list(argv), script)
-        res = self._run_step(step, {**os.environ, STAMP_VAR: str(stamp)}, timeout_s, r.job_id)
+        res = self._run_step(step, self.environment() | {STAMP_VAR: str(stamp)}, timeout_s, r.job_id)
         r.runs += 1
         started, ended = _read_stamp(Path(f"{stamp}.start")), _read_stamp(Path(f"{stamp}.end"))
         for leftover in (Path(f"{stamp}.start"), Path(f"{stamp}.end")):
