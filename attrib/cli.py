@@ -182,7 +182,8 @@ def bisect(
     label: list[str] | None = LabelOpt,
 ) -> None:
     """Bisect good..bad to the commit(s) that made BENCHMARK worse. Exit 0 culprit found,
-    10 not reproduced, 11 inconclusive, 2 bad input, 1 other failure."""
+    10 not reproduced, 11 inconclusive, 12 the environment changed under it (docs/environment.md),
+    2 bad input, 1 other failure."""
     from attrib.job import plan, run_bisect, verify_mode
     from attrib.tracker import Filing
 
@@ -224,7 +225,8 @@ def compare(
     seed: int = SeedOpt,
 ) -> None:
     """One sequential comparison: is CANDIDATE worse than REFERENCE? Exit 0 worse, 10 not worse,
-    11 undecided (at the cap, or once the rounds left could not decide), 2 bad input, 1 other failure."""
+    11 undecided (at the cap, or once the rounds left could not decide), 12 the environment changed
+    under it, 2 bad input, 1 other failure."""
     from attrib.job import plan, run_compare
 
     def go() -> int:

@@ -20,6 +20,7 @@ from attrib.evaluate.checkouts import Checkouts
 from attrib.evaluate.evaluation import Stage
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, executor_kind, make_executor
 from attrib.evaluate.executors.slurm_plan import machine_class
+from attrib.evaluate.fingerprint import watched
 from attrib.evaluate.runners import Runner, Step, evidence_of
 from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner, sharing_one_worker
@@ -232,6 +233,7 @@ def run_bisect(
     budget = budget_s if budget_s is not None else p.recipe.budget_s
     deadline = None if budget is None else start + budget
     with opened(p) as tools:
+        events = watch = watched(tools.executor, p.recipe, events)
         wrap = wrap_runner or (lambda r: r)
         dependencies = superproject(tools.builder, p.repo)
         prebuilt = tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad))
@@ -259,6 +261,7 @@ def run_bisect(
             single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
             outcome = _cache_checks(tools.builder, [single], max(1, probes))[0]
         executor_info = tools.executor.describe()
+        fingerprint = watch.close()
     ctx = RunContext(
         repo=p.repo.path,
         recipe=p.recipe,
@@ -283,10 +286,10 @@ def run_bisect(
             if benches[m.benchmark].runner is RunnerKind.CUPY and o.culprits
         }
         ctx = replace(ctx, member_specs=benches, member_evidence=own)
-        return build_result(outcome, ctx, provenance(p.recipe.path))
+        return build_result(outcome, ctx, provenance(p.recipe.path, fingerprint))
     # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
     evidence = evidence_of(tools.runner, _culprit_steps(outcome))
-    return build_result(outcome, ctx, provenance(p.recipe.path), evidence)
+    return build_result(outcome, ctx, provenance(p.recipe.path, fingerprint), evidence)
 
 
 def _cache_checks(builder: CheckoutBuilder, outcomes: Sequence[Outcome], width: int) -> list[Outcome]:
@@ -382,14 +385,16 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
     """A single sequential comparison: is `bad` (candidate) worse than `good` (reference)?"""
     config = with_recipe(config, p)
     with opened(p) as tools:
+        watch = watched(tools.executor, p.recipe, events)
         # `attrib compare` decides by the indifference zone, as the default search does
-        stage = Stage(SearchMethod.POSTERIOR, tools.runner, p.bench, config, seed, events, round_context=tools.executor.round)
+        stage = Stage(SearchMethod.POSTERIOR, tools.runner, p.bench, config, seed, watch, round_context=tools.executor.round)
         evaluation = stage.over(p.repo, tools.builder)
         (comp,) = evaluation.compare([p.bad], p.good, Purpose.COMPARE, evaluation.config.standalone())
+        fingerprint = watch.close()
     # medians: a comparison is a pair of history points (history/attrib_result.py)
     records = evaluation.records
     medians = {s: statistics.median(records[s].samples) for s in (p.good, p.bad) if s in records and records[s].samples}
-    return compare_result(comp, p.bench, medians)
+    return compare_result(comp, p.bench, medians, fingerprint)
 
 
 def built_checkout(repo_path: Path, rev: str, recipe: Recipe, executor_name: str, workdir: Path | None) -> Path:

@@ -31,6 +31,7 @@ from attrib.recipe.model import (
     BuildSpec,
     CompilerCache,
     CupySpec,
+    EnvironmentSpec,
     GbenchSpec,
     NvbenchSpec,
     NvbenchStopping,
@@ -56,7 +57,7 @@ __all__ = [
     "DEFAULT_GBENCH_UNIT", "DEFAULT_MEMORY", "DEFAULT_BISECT_MIN_CHANGE_PCT", "DEFAULT_NVBENCH_UNIT", "DEFAULT_REPS",
     "DEFAULT_RUN_TIMEOUT_S", "DEFAULT_THROTTLE_FRACTION", "DEFAULT_SLURM_MAX_BUILDS", "DEFAULT_SLURM_MAX_RETRIES", "DEFAULT_SLURM_ROUND_TIME_MIN",
     "DEFAULT_SLURM_START_TIMEOUT_S", "GBENCH_TIMES", "NVBENCH_STOPPING", "RUNNERS", "SCHEMA_VERSION", "STATIC_METRICS",
-    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "PrebuiltGithub", "CompilerCache", "CupySpec", "GbenchSpec", "NvbenchSpec",
+    "SLURM_RESERVED_ARGS", "TIME_UNITS", "BenchmarkSpec", "BuildSpec", "PrebuiltGithub", "CompilerCache", "CupySpec", "EnvironmentSpec", "GbenchSpec", "NvbenchSpec",
     "NvbenchStopping", "Recipe", "DependencySpec", "RunnerKind", "SlurmClass", "SlurmSpec", "load_recipe", "member_label",
     "parse_duration", "parse_member_label", "parse_recipe",
 ]

@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -254,6 +254,17 @@ def parse_member_label(text: str) -> tuple[str, tuple[tuple[str, str], ...]] | N
 
 
 @dataclass(frozen=True)
+class EnvironmentSpec:
+    """[environment]: what the fingerprint (evaluate/fingerprint.py) reads besides its own keys.
+    `compilers`: commands whose `--version` is the `compiler` key, in place of those found in
+    the build (CC, CXX, CUDACXX, nvcc...); `probes`: name -> a shell command run where the work
+    runs, its first line of output recorded as `probe.<name>`."""
+
+    compilers: tuple[str, ...] = ()
+    probes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Recipe:
     path: Path
     name: str
@@ -266,6 +277,7 @@ class Recipe:
     search_method: SearchMethod = SearchMethod.POSTERIOR  # [search] method
     dependencies: tuple[DependencySpec, ...] = ()  # [[dependency]]: pins kept in files (recipe/dependency.py)
     futility: bool = True  # [search] futility: false runs every test to its cap (core/futility.py)
+    environment: EnvironmentSpec = field(default_factory=EnvironmentSpec)  # [environment]
 
     def select(self, patterns: Sequence[str]) -> tuple[BenchmarkSpec, ...]:
         """The benchmarks `--benchmark` names, each a name or a glob (`'gemm_*'`, `'*'` for every

@@ -57,6 +57,7 @@ from attrib.recipe.model import (
     BuildSpec,
     CompilerCache,
     CupySpec,
+    EnvironmentSpec,
     GbenchSpec,
     NvbenchSpec,
     NvbenchStopping,
@@ -77,6 +78,7 @@ _TOP: dict[str, tuple[Check, bool]] = {
     "benchmark": (_rule(tuple[Any, ...], lambda v: len(v) > 0, "at least one [[benchmark]] table"), True),
     "slurm": (_table("a table [slurm]"), False),
     "search": (_table("a table [search]"), False),
+    "environment": (_table("a table [environment]"), False),
     "dependency": (_rule(tuple[Any, ...], lambda v: len(v) > 0, "[[dependency]] tables"), False),
 }
 _MEMORY: Check = _rule(
@@ -130,6 +132,19 @@ _PREBUILT_GITHUB: dict[str, tuple[Check, bool]] = {
     "api_url": (_rule(str, lambda v: re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", v) is not None, 'an http(s) URL of the GitHub API, such as "https://ghe.example/api/v3"'), False),
     "token_env": (_rule(str, lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None, 'the name of an environment variable, such as "GITHUB_TOKEN"'), False),
 }  # fmt: skip
+_PROBE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_ENVIRONMENT: dict[str, tuple[Check, bool]] = {
+    "compilers": (_STR_LIST, False),
+    "probes": (
+        _rule(
+            Mapping[str, str],
+            lambda v: all(_PROBE_NAME.fullmatch(k) and c.strip() for k, c in v.items()),
+            'a table of names (letters, digits, "_", "-", ".") to non-empty shell commands, such as '
+            '{ zlib = "git -C third_party/zlib rev-parse HEAD" }',
+        ),
+        False,
+    ),
+}
 _SEARCH: dict[str, tuple[Check, bool]] = {
     "paths": (
         _rule(
@@ -393,6 +408,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
     data = _check_table(path, "", data, _TOP)
     build_t = _check_table(path, "build.", data["build"], _BUILD)
     search_t = _check_table(path, "search.", data.get("search", {}), _SEARCH)
+    env_t = _check_table(path, "environment.", data.get("environment", {}), _ENVIRONMENT)
     _check_build(path, build_t)
     benches: list[BenchmarkSpec] = []
     seen: set[str] = set()
@@ -415,6 +431,7 @@ def parse_recipe(data: dict[str, Any], path: Path) -> Recipe:
         search_method=SearchMethod(search_t.get("method", SearchMethod.POSTERIOR.value)),
         dependencies=parse_dependencies(path, data["dependency"]) if "dependency" in data else (),
         futility=bool(search_t.get("futility", True)),
+        environment=EnvironmentSpec(tuple(env_t.get("compilers", ())), dict(env_t.get("probes", {}))),
     )
 
 

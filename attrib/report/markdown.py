@@ -14,6 +14,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from attrib.core.blocks import BlockReason
+from attrib.core.environment import Fingerprint
 from attrib.core.model import NoteKind, RevertStatus, SearchMethod, Status, Verdict
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, innermost, rolls_section
@@ -238,6 +239,18 @@ def _environment(result: BisectResult) -> list[str]:
     for key, value in env.extra.items():
         if value not in (None, "", [], {}):
             out.append(f"- {key}: {value}")
+    return out + [""] + where_it_ran(env.fingerprint)
+
+
+def where_it_ran(fp: Fingerprint | None) -> list[str]:
+    """The environment fingerprint (core/environment.py), read where the work ran: each key's
+    value, then the keys it could not read and why. Nothing for a result without one (schema 4)."""
+    if fp is None:
+        return []
+    out = ["## Where it ran", "", f"Read on `{fp.where or 'an unnamed machine'}`, where the builds and runs went.", ""]
+    out += [f"- {key}: {_cell(value)}" for key, value in sorted(fp.values.items())]
+    if fp.unavailable:
+        out.append("- not read: " + "; ".join(f"{k} ({_cell(v)})" for k, v in sorted(fp.unavailable.items())))
     return out + [""]
 
 
@@ -479,7 +492,7 @@ def render_compare(result: CompareResult) -> str:
     ]
     if c.reason:
         out.append(f"- why: {_cell(c.reason)}")
-    return "\n".join(out + [""])
+    return "\n".join(out + [""] + where_it_ran(result.environment))
 
 
 def render(result: Result) -> str:

@@ -10,6 +10,7 @@ import platform
 import sys
 from pathlib import Path
 
+from attrib.core.environment import Fingerprint
 from attrib.result.types import Machine
 from attrib.result.writer import Provenance
 
@@ -41,5 +42,6 @@ def file_sha256(path: Path) -> str:
         return hashlib.sha256(b"").hexdigest()
 
 
-def provenance(recipe_path: Path) -> Provenance:
-    return Provenance(machine_info(), file_sha256(recipe_path))
+def provenance(recipe_path: Path, fingerprint: Fingerprint | None = None) -> Provenance:
+    """`fingerprint`: the environment the executor read where the work ran (evaluate/fingerprint.py)."""
+    return Provenance(machine_info(), file_sha256(recipe_path), fingerprint)

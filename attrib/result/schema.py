@@ -23,6 +23,10 @@ the group lists the `members` it moved, with their change, CI and posterior. A s
 is a group of one whose member is written as its name alone: its measurements are the top
 level's, written once (a document that holds them twice, as schema 4 was first written, reads
 the same). A schema-3 document is such a group of one, and each culprit lists that member.
+
+Schema 5 (from schema 4): the environment fingerprint (core/environment.py: `values`,
+`unavailable`, `where`), read where the work ran: `environment.fingerprint` of a bisection, and
+`environment` of a comparison; null in a migrated schema-4 document (none was read).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from attrib.codec import decode, encode
+from attrib.core.environment import Fingerprint
 from attrib.core.model import Direction, SearchMethod
 from attrib.core.stats import below_minimum, to_shift
 from attrib.errors import FieldError, ResultFormatError
@@ -57,7 +62,8 @@ def _flat_executor(ex: ExecutorInfo) -> dict[str, Any]:
 
 
 def _flat_environment(env: Environment) -> dict[str, Any]:
-    return ({"gpu": encode(env.gpu)} if env.gpu else {}) | encode(env.extra)
+    fingerprint = {"fingerprint": encode(env.fingerprint)} if env.fingerprint is not None else {}
+    return ({"gpu": encode(env.gpu)} if env.gpu else {}) | fingerprint | encode(env.extra)
 
 
 def bisect_to_json(result: BisectResult) -> dict[str, Any]:
@@ -107,6 +113,7 @@ def compare_to_json(result: CompareResult) -> dict[str, Any]:
         "schema": RESULT_SCHEMA, "kind": ResultKind.COMPARE.value, "benchmark": result.benchmark, **encode(result.comparison),
         "unit": result.unit, "direction": "" if result.direction is None else result.direction.value,
         "medians": dict(result.medians),
+        "environment": None if result.environment is None else encode(result.environment),
     }  # fmt: skip
 
 
@@ -195,8 +202,20 @@ def _migrate_3_to_4(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _migrate_4_to_5(doc: dict[str, Any]) -> dict[str, Any]:
+    # Schema 5 added the environment fingerprint; no schema-4 writer read one, so a schema-4
+    # document has none: null (nothing else changed; the readers' defaults say the same).
+    if doc.get("kind") == ResultKind.COMPARE.value:
+        doc["environment"] = None
+    elif isinstance(doc.get("environment"), dict):
+        doc["environment"]["fingerprint"] = None
+    return doc
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5,
+}  # fmt: skip
 
 
 def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +226,8 @@ def _unflatten(doc: dict[str, Any]) -> dict[str, Any]:
         doc["executor"] = {"name": ex["name"], ex["name"]: {k: v for k, v in ex.items() if k != "name"}}
     env = doc.get("environment")
     if isinstance(env, dict):
-        doc["environment"] = {"gpu": env.get("gpu", []), "extra": {k: v for k, v in env.items() if k != "gpu"}}
+        doc["environment"] = {"gpu": env.get("gpu", []), "fingerprint": env.get("fingerprint"),
+                              "extra": {k: v for k, v in env.items() if k not in ("gpu", "fingerprint")}}  # fmt: skip
     return doc
 
 
@@ -253,6 +273,7 @@ def from_json(data: Any, source: object = "result") -> Result:
                 # "" (or absent): written before comparisons recorded it
                 None if doc.get("direction", "") == "" else decode(Direction, doc["direction"], "direction"),
                 decode(Mapping[str, float], doc.get("medians", {}), "medians"),
+                decode(Fingerprint | None, doc.get("environment"), "environment"),
             )
         result: BisectResult = decode(BisectResult, _unflatten(_member_filled(doc)))
         return result

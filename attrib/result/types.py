@@ -16,6 +16,7 @@ from typing import Any
 
 from attrib.core.blocks import BlockChoice
 from attrib.core.detect import ChangeDirection
+from attrib.core.environment import Fingerprint
 from attrib.core.model import (
     BuildHow,
     CacheServed,
@@ -40,7 +41,7 @@ from attrib.evaluate.executors.base import (
     SlurmDescription,
 )
 
-RESULT_SCHEMA = 4
+RESULT_SCHEMA = 5
 
 
 class ResultKind(StrEnum):
@@ -287,10 +288,13 @@ class Machine:
 @dataclass(frozen=True)
 class Environment:
     """`gpu`: the GPU(s) the samples came from (open-ended keys: name, driver, cuda, clocks...);
-    `extra`: anything else a layer recorded, shown as it is. In JSON one flat object."""
+    `fingerprint`: the environment where the work ran (core/environment.py; None before schema 5
+    or when none was read); `extra`: anything else a layer recorded, shown as it is. In JSON one
+    flat object."""
 
     gpu: tuple[Mapping[str, Any], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: Fingerprint | None = None
 
 
 @dataclass(frozen=True)
@@ -514,6 +518,8 @@ class CompareResult:
     unit: str = ""
     direction: Direction | None = None
     medians: Mapping[str, float] = field(default_factory=dict)
+    # where both sides ran (core/environment.py); None before schema 5 or when none was read
+    environment: Fingerprint | None = None
 
     kind = ResultKind.COMPARE
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from attrib import __version__
+from attrib.core.environment import Fingerprint
 from attrib.core.model import Direction, Purpose, RevertStatus, SearchMethod, Status, Verdict, VerifyMode
 from attrib.core.stats import TestConfig, below_minimum, to_pct
 from attrib.evaluate.builds import log_tail
@@ -96,6 +97,7 @@ class Provenance:
 
     machine: Machine
     recipe_sha256: str
+    fingerprint: Fingerprint | None = None  # where the work ran (evaluate/fingerprint.py)
 
 
 def _pct_ci(comp: Comparison, direction: Direction) -> tuple[float, tuple[float, float]]:
@@ -413,7 +415,7 @@ def _single_result(outcome: Outcome, ctx: RunContext, provenance: Provenance, ev
         tool=Tool("attrib", __version__),
         machine=provenance.machine,
         workdir=str(ctx.workdir),
-        environment=Environment(gpu=(dict(evidence.gpu),) if evidence.gpu else ()),
+        environment=Environment(gpu=(dict(evidence.gpu),) if evidence.gpu else (), fingerprint=provenance.fingerprint),
     )
 
 
@@ -506,7 +508,9 @@ def group_culprits(members: Sequence[MemberResult], status: Status, lead: Bisect
     return tuple(sorted(out, key=lambda c: position.get(c.commit, len(position))))
 
 
-def compare_result(comp: Comparison, bench: BenchmarkSpec, medians: Mapping[str, float] | None = None) -> CompareResult:
+def compare_result(
+    comp: Comparison, bench: BenchmarkSpec, medians: Mapping[str, float] | None = None, environment: Fingerprint | None = None
+) -> CompareResult:
     return CompareResult(
-        bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction, dict(medians or {})
+        bench.name, comparison_record(comp, bench.direction), bench.unit, bench.direction, dict(medians or {}), environment
     )
