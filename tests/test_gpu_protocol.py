@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from attrib.core.gpu_validity import DeviceReading
 from attrib.core.model import Direction
 from attrib.evaluate.gpu.protocol import (
     EVENT_RESOLUTION_MS,
@@ -20,7 +21,6 @@ from attrib.evaluate.gpu.protocol import (
     BlockPlan,
     measure_blocks,
     plan_block,
-    throttled,
 )
 from attrib.evaluate.gpu.session import KernelSession
 from attrib.evaluate.runners.cupy import CupyRunner
@@ -65,11 +65,6 @@ def test_a_nonsense_launch_time_is_refused(bad: float) -> None:
         plan_block(bad, 0.0, block_ms=10, cold=False)
 
 
-def test_throttle_threshold() -> None:
-    assert throttled(1400, 1980, 0.75) and not throttled(1500, 1980, 0.75)
-    assert not throttled(100, 0, 0.75)  # no reference clock: nothing can be called throttled
-
-
 # --- a strict fake device -------------------------------------------------------------------
 
 
@@ -81,7 +76,8 @@ class FakeProblem:
 
 @dataclass
 class FakeDevice:
-    """ms per launch by kernel digest; SM clock reads served from a script, then `steady_mhz`."""
+    """ms per launch by kernel digest; SM clock reads served from a script, then `steady_mhz`;
+    NVML readings from a script, then nothing read (as without nvidia-ml-py)."""
 
     ms_by_digest: dict[str, float] = field(default_factory=dict)
     default_ms: float = 0.5
@@ -91,6 +87,7 @@ class FakeDevice:
     arch: str = "sm_90"
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     loaded: dict[str, str] = field(default_factory=dict)  # function handle -> digest
+    nvml: list[DeviceReading] = field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         return {"name": "fake"}
@@ -123,6 +120,10 @@ class FakeDevice:
         self.calls.append(("clock",))
         return self.clocks.pop(0) if self.clocks else self.steady_mhz
 
+    def readings(self) -> DeviceReading:
+        self.calls.append(("nvml",))
+        return self.nvml.pop(0) if self.nvml else DeviceReading(unread="nvidia-ml-py not installed")
+
     def run(self, problem: FakeProblem, launches: int) -> None:
         assert launches > 0
         self.calls.append(("run", problem.digest, launches))
@@ -137,15 +138,18 @@ class FakeDevice:
         return launches * self.ms_by_digest.get(problem.digest, self.default_ms)
 
 
-def test_measure_blocks_reads_the_clock_around_each_block_and_excludes_throttled_ones() -> None:
+def test_measure_blocks_reads_the_clock_around_each_block_and_times_throttled_ones_again() -> None:
     dev = FakeDevice(clocks=[1980, 1975, 1200, 1980, 1980, 1400])  # block 2 starts slow, block 3 ends slow
     problem = FakeProblem("d", {})
-    blocks = measure_blocks(dev, problem, BlockPlan(4, 1000), 3, cold=True, throttle_fraction=0.75)
-    assert [c[0] for c in dev.calls] == ["clock", "time", "clock"] * 3
+    paused: list[float] = []
+    blocks = measure_blocks(dev, problem, BlockPlan(4, 1000), 3, cold=True, throttle_fraction=0.75, sleep=paused.append)
+    assert [c[0] for c in dev.calls] == ["clock", "nvml", "time", "clock", "nvml"] * 5
     assert all(c[2:] == (4, True, 1000) for c in dev.calls if c[0] == "time")
-    assert [b.excluded == "" for b in blocks] == [True, False, False]
-    assert blocks[1].clock_mhz == 1200 and "1200 MHz below 75% of 1980 MHz" in blocks[1].excluded
-    assert blocks[0].ms_per_launch == pytest.approx(0.5)
+    # two throttled blocks, each timed again: three kept, as asked
+    assert [b.excluded == "" for b in blocks] == [True, False, False, True, True]
+    assert blocks[1].clock_mhz == 1200 and blocks[1].excluded == "SM clock below 75% of the reference"
+    assert paused == [0.05, 0.05]  # nvbench's pause after an excluded block
+    assert blocks[0].ms_per_launch == pytest.approx(0.5) and blocks[0].reasons is None
 
 
 # --- the runner over the fake ---------------------------------------------------------------
@@ -221,15 +225,16 @@ def test_a_fast_wrong_kernel_is_a_failed_run_every_time_and_is_never_timed(tmp_p
     assert len([c for c in dev.calls if c[0] == "check"]) == 1
 
 
-def test_throttled_blocks_are_excluded_and_counted_and_all_throttled_is_a_failed_run(tmp_path: Path) -> None:
+def test_throttled_blocks_are_excluded_counted_and_timed_again_and_all_throttled_is_a_failed_run(tmp_path: Path) -> None:
     dev = FakeDevice(steady_mhz=900.0)
     runner = CupyRunner(_spec(reps=4), device_factory=lambda: dev)
     res = runner.run(_tree(tmp_path / "t", 8))
-    assert not res.ok and len(res.excluded) == 4 and "all 4 blocks excluded" in res.error
+    # timed again up to twice the blocks asked, then the run ends with every block counted
+    assert not res.ok and len(res.excluded) == 8 and "all 8 blocks excluded" in res.error
     dev.steady_mhz = 1980.0
     dev.clocks = [1980, 1000]  # the first block of the next run ends throttled
     res = runner.run(_tree(tmp_path / "t2", 8))
-    assert res.ok and len(res.samples) == 3 and len(res.excluded) == 1
+    assert res.ok and len(res.samples) == 4 and res.excluded == ("SM clock below 75% of the reference",)
 
 
 def test_hot_mode_times_without_flushes(tmp_path: Path) -> None:

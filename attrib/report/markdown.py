@@ -284,7 +284,7 @@ def _raw_counts(result: BisectResult, run_wide: bool = True) -> list[str]:
     excluded = result.excluded_samples
     if excluded:
         reasons = ", ".join(f"{why}: {n}" for why, n in sorted(excluded.items(), key=lambda kv: -kv[1]))
-        out.append(f"- excluded samples: {sum(excluded.values())}, by reason: {reasons} (flagged by the benchmark, or blocks the cupy runner saw run below the throttle clock)")
+        out.append(f"- excluded samples: {sum(excluded.values())}, by reason: {reasons} (flagged by the benchmark, or GPU blocks the validity gate excluded and timed again: a low SM clock, thermal, power brake, HW slowdown, a shared device; docs/gpu.md)")
     out += [
         "",
         "| commit | samples | failed runs | min | 5 % | median | 95 % | max |",

@@ -2,27 +2,86 @@
 
 For each kernel: its reference check at the small size; then at the benchmark size the time
 per launch cold (L2 flushed) and hot, achieved bandwidth or FLOP/s against the device's peak,
-the coefficient of variation of the blocks, blocks excluded for a low SM clock, and the ratio
-of attrib's hot time to `cupyx.profiler.benchmark` on the same launch. Prints a table and
-optionally writes JSON. Exit 1 if any kernel fails its check. Needs a GPU and CuPy.
+the coefficient of variation of the blocks, blocks excluded by the validity gate (by reason)
+and the NVML clock-event reasons seen, and the ratio of attrib's hot time to
+`cupyx.profiler.benchmark` on the same launch. Then the gate's own reads on this device
+(`gate_check`): NVML answers the clock-event reasons and the compute processes, sees none but
+this one at rest, and sees a second process that opens a CUDA context, whose blocks the gate
+excludes as shared. `--readings` writes every block's reads in tests/fixtures/gpu_readings/'s
+format. Prints a table and optionally writes JSON. Exit 1 if any kernel fails its check or the
+gate cannot read what it must. Needs a GPU and CuPy.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from attrib.core.gpu_validity import SHARED, DeviceReading, block_exclusion, reason_names
 from attrib.evaluate.gpu.build import KernelSource, compile_kernel
 from attrib.evaluate.gpu.device import CupyDevice
 from attrib.evaluate.gpu.protocol import calibrate, measure_blocks
 from attrib.suite import SUITE, SUITE_BENCHMARKS
 
 BLOCKS = 10
+
+
+class Recorded:
+    """The device, with every SM clock read and NVML reading kept in order (for --readings)."""
+
+    def __init__(self, dev: CupyDevice) -> None:
+        self.dev, self.log = dev, []  # type: ignore[var-annotated]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.dev, name)
+
+    def sm_clock_mhz(self) -> float:
+        clock = self.dev.sm_clock_mhz()
+        self.log.append(("clock", round(clock)))
+        return clock
+
+    def readings(self) -> DeviceReading:
+        r = self.dev.readings()
+        self.log.append(("nvml", {"reasons": r.reasons, "pids": list(r.others or ())}))
+        return r
+
+    def episode(self) -> dict[str, Any]:
+        """The reads as tests/fixtures/gpu_readings/ keeps them: per block, clock and NVML before
+        and after (pids are the others': the worker's own is left out)."""
+        clocks = [v for k, v in self.log if k == "clock"]
+        nvml = [v for k, v in self.log if k == "nvml"]
+        blocks = [{"clock_mhz": clocks[i:i + 2], "nvml": nvml[i:i + 2]} for i in range(0, min(len(clocks), len(nvml)) - 1, 2)]
+        return {"device": self.dev.info().get("name"), "reference_mhz": self.dev.reference_clock_mhz(), "own_pid": os.getpid(),
+                "blocks": blocks}  # fmt: skip
+
+
+def gate_check(dev: CupyDevice) -> dict[str, Any]:
+    """The gate's reads on a real device: answered, alone at rest, and a second CUDA process seen."""
+    out: dict[str, Any] = {"gate": dev.info().get("gate")}
+    rest = dev.readings()
+    out["at_rest"] = {"reasons": reason_names(rest.reasons or 0), "raw": rest.reasons, "others": rest.others, "unread": rest.unread}
+    ok = rest.reasons is not None and rest.others == ()
+    code = "import cupy, time; cupy.zeros(1); print('up', flush=True); time.sleep(8)"
+    other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        up = other.stdout.readline() if other.stdout else ""
+        time.sleep(1.0)  # its context is listed once it exists
+        busy = dev.readings()
+    finally:
+        other.kill()
+        other.wait()
+    seen = block_exclusion(1.0, 0.0, 0.75, busy, busy)
+    out["with_another"] = {"started": up.strip() == "up", "others": busy.others, "child_pid": other.pid, "excluded": seen}
+    out["ok"] = ok and seen == SHARED
+    return out
 
 
 def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict[str, Any]:
@@ -59,6 +118,9 @@ def _one(dev: CupyDevice, name: str, src: KernelSource, block_ms: float) -> dict
             "cv_pct": 100 * statistics.stdev(kept) / statistics.mean(kept) if len(kept) > 1 else None,
             "launches_per_block": cal.plan.launches,
             "excluded": len(blocks) - len(kept),
+            "excluded_by": dict(Counter(b.excluded for b in blocks if b.excluded)),
+            "reasons_seen": sorted({n for b in blocks for n in reason_names(b.reasons or 0)}),
+            "reasons_read": all(b.reasons is not None for b in blocks),
             "clock_mhz_min": min(b.clock_mhz for b in blocks),
             "note": cal.plan.note,
         }
@@ -109,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument("--block-ms", type=float, default=10.0)
     ap.add_argument("--only", nargs="*", help="benchmark names (default: all)")
+    ap.add_argument("--readings", type=Path, help="write every block's clock and NVML reads here")
     args = ap.parse_args(argv)
-    dev = CupyDevice()
+    dev: Any = Recorded(CupyDevice())
     info = dev.info()
     print("device:", json.dumps(info, default=str))
     print(f"SM clock now (probe): {dev.sm_clock_mhz():.0f} MHz")
@@ -132,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         print(_fmt_row(r), flush=True)
         if r["check_full_size"] not in (None, "skipped (reference too slow at this size)"):
             print(f"    full-size check: {r['check_full_size']}")
+    if args.readings:
+        args.readings.write_text(json.dumps(dev.episode(), indent=1) + "\n")
+    gate = gate_check(dev.dev)
+    print("gate:", json.dumps(gate, default=str), flush=True)
+    failed |= not gate["ok"]
     if args.json:
-        args.json.write_text(json.dumps({"device": info, "kernels": rows}, indent=2, default=str))
+        args.json.write_text(json.dumps({"device": info, "kernels": rows, "gate": gate}, indent=2, default=str))
     return 1 if failed else 0
 
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from attrib.core.gpu_validity import DeviceReading
 from attrib.errors import GpuUnavailable
 from attrib.evaluate.gpu.build import CompiledKernel, timing_module
+from attrib.evaluate.gpu.nvml import NvmlMonitor
 from attrib.evaluate.gpu.protocol import CLOCK_PROBE_NS
 from attrib.suite import KernelDef, Problem
 
@@ -58,6 +60,8 @@ class CupyDevice:
         timing = self.load(timing_module(self.arch))
         self._hold, self._clock = timing["attrib_hold"], timing["attrib_clock"]
         self._clock_out = cp.zeros(2, dtype=cp.uint64)
+        # NVML by the PCI bus id: CUDA numbers devices fastest first, NVML by bus order
+        self.monitor = NvmlMonitor(str(cp.cuda.runtime.deviceGetPCIBusId(0)))
         l2 = int(self.attrs.get("L2CacheSize", 0)) or 64 << 20
         self._flush = cp.empty(max(2 * l2, 32 << 20), dtype=cp.uint8)  # >= L2, as nvbench flushes
         self._events: list[tuple[Any, Any]] = []
@@ -133,6 +137,9 @@ class CupyDevice:
         cycles, ns = (int(v) for v in self._clock_out.get())
         return cycles / ns * 1000.0 if ns else 0.0
 
+    def readings(self) -> DeviceReading:
+        return self.monitor.reading()
+
     def reference_clock_mhz(self) -> float:
         khz = int(self.attrs.get("ClockRate", 0))
         if khz:
@@ -168,6 +175,8 @@ class CupyDevice:
             "peak_tensor_tflops": tensor * sms * ref * 1e6 / 1e12 if tensor and ref else None,
         }
         info.update(_nvml())
+        unread = self.monitor.reading().unread
+        info["gate"] = f"SM clock, and NVML partly: {unread}" if unread else "SM clock, NVML clock-event reasons, compute processes"
         return info
 
     def _event_pair(self, i: int) -> tuple[Any, Any]:

@@ -4,15 +4,22 @@ block sizing, throttle exclusion and call order are testable without a GPU.
 One sample is one block: several launches between CUDA events (hot) or each launch between
 its own events after an L2 flush (cold), averaged. Launches inside a block are correlated, so
 blocks, not launches, are the independent samples (measurement.md). Before and after each
-block the SM clock is read; a block run below `throttle_fraction` of the reference clock is
-excluded and counted, as nvbench discards samples under 0.75 x the default clock.
+block the SM clock is read, and NVML's clock-event reasons and the other compute processes on
+the device (`readings`); core/gpu_validity.py decides: a block run below `throttle_fraction` of
+the reference clock (as nvbench discards samples under 0.75 x the default clock), on a shared
+device, or under thermal, power-brake or HW-slowdown reasons is excluded, counted by its
+reason, and timed again after a pause, within a bound.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from attrib.core.gpu_validity import DeviceReading, block_exclusion, pause_s, rerun
 
 EVENT_RESOLUTION_MS = 0.0005  # CUDA events resolve about 0.5 us
 MIN_EVENT_SPAN = 200  # a timed span should be this many resolutions long: 0.5 % quantisation
@@ -45,6 +52,10 @@ class GpuDevice(Protocol):
     def reference_clock_mhz(self) -> float: ...
 
     def sm_clock_mhz(self) -> float: ...
+
+    def readings(self) -> DeviceReading:
+        """NVML's clock-event reasons and the other compute processes, now (nvml.py)."""
+        ...
 
     def run(self, problem: Any, launches: int) -> None:
         """Launch and synchronise, untimed (warm-up)."""
@@ -93,10 +104,6 @@ def plan_block(launch_ms: float, enqueue_ms_per_launch: float, *, block_ms: floa
     return BlockPlan(n, int(hold_ms * 1e6), note)
 
 
-def throttled(clock_mhz: float, reference_mhz: float, fraction: float) -> bool:
-    return reference_mhz > 0 and clock_mhz < fraction * reference_mhz
-
-
 @dataclass(frozen=True)
 class Calibration:
     launch_ms: float
@@ -118,20 +125,29 @@ def calibrate(device: GpuDevice, problem: Any, *, block_ms: float, cold: bool) -
 class BlockSample:
     ms_per_launch: float
     clock_mhz: float  # the lower of the two reads around the block
-    excluded: str  # empty when usable
+    excluded: str  # empty when usable; else its reason (core/gpu_validity.py's names)
+    reasons: int | None = None  # NVML's clock-event reasons at either end, OR'ed; None: not read
+    others: tuple[int, ...] = ()  # other compute processes seen at either end
 
 
 def measure_blocks(
-    device: GpuDevice, problem: Any, plan: BlockPlan, blocks: int, *, cold: bool, throttle_fraction: float
+    device: GpuDevice, problem: Any, plan: BlockPlan, blocks: int, *, cold: bool, throttle_fraction: float,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> list[BlockSample]:
+    """`blocks` kept blocks if the device allows: an excluded one is timed again after a pause
+    (nvbench's back-off), up to twice `blocks` timed in all; every timed block is returned."""
     reference = device.reference_clock_mhz()
-    out = []
-    for _ in range(blocks):
-        before = device.sm_clock_mhz()
+    out: list[BlockSample] = []
+    in_a_row = 0
+    while rerun(blocks, sum(1 for b in out if not b.excluded), len(out)):
+        if in_a_row:
+            sleep(pause_s(in_a_row))
+        before, seen = device.sm_clock_mhz(), device.readings()
         total = device.time_block(problem, plan.launches, cold, plan.hold_ns)
-        clock = min(before, device.sm_clock_mhz())
-        why = ""
-        if throttled(clock, reference, throttle_fraction):
-            why = f"SM clock {clock:.0f} MHz below {throttle_fraction:.0%} of {reference:.0f} MHz"
-        out.append(BlockSample(total / plan.launches, clock, why))
+        clock, after = min(before, device.sm_clock_mhz()), device.readings()
+        why = block_exclusion(clock, reference, throttle_fraction, seen, after)
+        reasons = None if seen.reasons is None and after.reasons is None else (seen.reasons or 0) | (after.reasons or 0)
+        others = tuple(sorted(set(seen.others or ()) | set(after.others or ())))
+        out.append(BlockSample(total / plan.launches, clock, why, reasons, others))
+        in_a_row = in_a_row + 1 if why else 0
     return out

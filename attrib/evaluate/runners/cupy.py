@@ -124,6 +124,7 @@ class CupyRunner:
             "nvrtc_version",
             "cupy_version",
             "power_limit_w",
+            "gate",  # what the validity gate reads (docs/gpu.md), or why NVML is not read
         )
         clocks = {
             "sm_reference_mhz": info.get("sm_clock_reference_mhz"),
