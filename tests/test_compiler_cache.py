@@ -121,6 +121,47 @@ def test_an_unwritable_cache_dir_builds_without_it_and_says_why(make_tree, tmp_p
     assert "# compiler cache not used: compiler cache dir" in Path(rec.log_path).read_text()
 
 
+@pytest.mark.parametrize(
+    "tool",
+    [pytest.param(CompilerCache.CCACHE, marks=needs_ccache), pytest.param(CompilerCache.SCCACHE, marks=needs_sccache)],
+)
+def test_a_cache_dir_is_a_path_never_shell_text(make_tree, tmp_path, tool):
+    """Issue 40: the cache dir went into the probe's and sccache's shell lines unquoted: a space
+    made `: > DIR/stats/.writable` truncate the file named by the path's first word, and `$(...)`
+    ran. Both here: the file keeps its bytes, nothing runs, and the cache serves from that dir."""
+    tree = make_tree(spec(commits=3, culprits=(), broken=None, gpu_culprit=False))
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    odd = tmp_path / "victim $(touch PWNED) x"
+    builder = _builder(tmp_path, tree.path, "odd", cache=tool, cache_dir=str(odd))
+    repo = GitRepo(tree.path)
+    records = [builder.build(repo.info(s)) for s in (tree.good, tree.bad)]
+    assert all(r.ok and r.cache.tool == tool.value and not r.cache.note for r in records), records
+    assert records[0].cache.misses == 2 and sum(r.cache.hits + r.cache.misses for r in records) == 4
+    assert victim.read_text() == "precious\n"
+    assert not list(tmp_path.rglob("PWNED"))
+    assert any((odd / "stats").iterdir())
+
+
+@needs_sccache
+def test_the_sccache_socket_is_in_a_private_directory_of_the_command(make_tree, tmp_path):
+    """Issue 40: the server's socket was /tmp/attrib-sccache-<build key>.sock, a name anyone on
+    the host could take first. Each command's is in a directory it makes (mode 0700, an
+    unpredictable name) and removes when it ends."""
+    tree = make_tree(spec(commits=2, culprits=(), broken=None, gpu_culprit=False))
+    seen = tmp_path / "uds.txt"
+    record = f'echo "$SCCACHE_SERVER_UDS" >> {seen}; stat -c %a "$(dirname "$SCCACHE_SERVER_UDS")" >> {seen}'
+    work = WorkDir((tmp_path / "uds").resolve())
+    work.root.mkdir()
+    build = BuildSpec(commands=(record, OBJECTS, record), artifacts=("bench",), cache=CompilerCache.SCCACHE, cache_dir=str(tmp_path / "cache"))
+    rec = CheckoutBuilder(work, Mirror(work.mirror, GitRepo(tree.path)), LocalExecutor(), build).build(GitRepo(tree.path).info(tree.bad))
+    assert rec.ok and rec.cache.misses == 2, (rec.reason, rec.cache)
+    first, mode, second, _ = seen.read_text().splitlines()
+    assert mode == "700" and first != second  # one directory per command
+    assert rec.key not in first and Path(first).parent != Path("/tmp")
+    assert not Path(first).parent.exists() and not Path(second).parent.exists()  # removed when the command ended
+
+
 @needs_ccache
 def test_a_poisoned_cache_is_found_when_the_ends_are_checked(make_tree, tmp_path):
     """ccache decides that a compiler is unchanged by its size and mtime (compiler_check = mtime,

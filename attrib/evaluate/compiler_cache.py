@@ -13,14 +13,21 @@ relative); sccache hashes arguments as written, so a flag spelling the checkout'
 
 What it served is counted per build, never from the cache's shared counters (several builds
 run at once): ccache appends each compilation's outcome to a statistics log of the build's
-own; sccache runs a server of the build's own (a socket named by the build key), asked for its
-statistics and stopped after every command, in the same shell, so that on Slurm, where each
-command is a job of its own, the server never outlives the job that started it.
+own; sccache runs a server of the command's own, asked for its statistics and stopped after
+every command, in the same shell, so that on Slurm, where each command is a job of its own, the
+server never outlives the job that started it. Its socket is in a directory the command makes
+where it runs (`mktemp -d`: mode 0700, an unpredictable name) and removes, never a predictable
+path in /tmp another user could take first.
+
+No path goes through a shell as text (a `cache_dir` is the recipe's, and `$(...)` or a space in
+it would be the shell's): the wrap and the probe read the program and the statistics folder from
+the environment (CACHE_PROGRAM_VAR, STATS_DIR_VAR), quoted where they are expanded.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -34,6 +41,8 @@ CONTAINER_DIR = "/attrib-cache"  # where the docker executor mounts the cache di
 CONTAINER_CHECKOUT = "/src"  # evaluate/executors/docker.py's CONTAINER_WORKDIR (no import: no docker SDK needed here)
 STATS = "stats"  # the cache dir's folder of per-build statistics
 SCCACHE_IDLE_S = 600  # a server a killed build left behind stops by itself after this
+STATS_DIR_VAR = "ATTRIB_CACHE_STATS"  # the environment's name for the cache dir's STATS folder
+CACHE_PROGRAM_VAR = "ATTRIB_COMPILER_CACHE"  # the tool's program, for the build too (`make CC=...`)
 _CCACHE_HITS = ("direct_cache_hit", "preprocessed_cache_hit")
 _CCACHE_MISSES = ("cache_miss",)
 
@@ -93,17 +102,19 @@ class CompilerCacheUse:
             (self.host_dir / STATS / ".writable").write_text("")
         except OSError as exc:
             return f"compiler cache dir {self.host_dir} is not writable ({exc.strerror or exc})"
-        probe = f"{self.program} --version >/dev/null 2>&1 && : > {self.exec_dir}/{STATS}/.writable"
-        res = executor.shell(checkout, probe, {}, 120.0)
+        probe = f'"${CACHE_PROGRAM_VAR}" --version >/dev/null 2>&1 && : > "${STATS_DIR_VAR}/.writable"'
+        res = executor.shell(checkout, probe, self._paths(), 120.0)
         if not res.ok:
             where = "in the build's container" if self.in_container else "where the build runs"
             return f"{self.tool} cannot run or write {self.exec_dir} {where} (exit {res.returncode})"
         return ""
 
+    def _paths(self) -> dict[str, str]:
+        return {CACHE_PROGRAM_VAR: self.program, STATS_DIR_VAR: f"{self.exec_dir}/{STATS}"}
+
     def env(self, key: str, checkout: Path) -> dict[str, str]:
         base = CONTAINER_CHECKOUT if self.in_container else str(checkout)
-        common = {
-            "ATTRIB_COMPILER_CACHE": self.program,
+        common = self._paths() | {
             "CMAKE_C_COMPILER_LAUNCHER": self.program,
             "CMAKE_CXX_COMPILER_LAUNCHER": self.program,
             "CMAKE_CUDA_COMPILER_LAUNCHER": self.program,
@@ -122,8 +133,7 @@ class CompilerCacheUse:
             # changed under another checkout dir (a wrong binary; tests/test_compiler_cache.py)
             "SCCACHE_DIRECT": "false",
             "SCCACHE_BASEDIRS": base,
-            "SCCACHE_SERVER_UDS": f"/tmp/attrib-sccache-{key}.sock",
-            "SCCACHE_IDLE_TIMEOUT": str(SCCACHE_IDLE_S),
+            "SCCACHE_IDLE_TIMEOUT": str(SCCACHE_IDLE_S),  # SCCACHE_SERVER_UDS: set by `wrap`, per command
         }
 
     def bypass(self) -> dict[str, str]:
@@ -136,10 +146,13 @@ class CompilerCacheUse:
         shell; ccache's log needs nothing."""
         if self.tool is CompilerCache.CCACHE:
             return command
-        stats = f"{self.exec_dir}/{STATS}/{key}.{index}.json"
+        stats = f'"${STATS_DIR_VAR}"/' + shlex.quote(f"{key}.{index}.json")
+        cache = f'"${CACHE_PROGRAM_VAR}"'
         return (
-            f"( {command}\n); rc=$?; {self.program} --show-stats --stats-format=json > {stats} 2>/dev/null;"
-            f" {self.program} --stop-server >/dev/null 2>&1; exit $rc"
+            'attrib_uds=$(mktemp -d "${TMPDIR:-/tmp}/attrib-sccache.XXXXXXXXXX") || { echo "attrib: mktemp -d failed" >&2; exit 1; };'
+            ' export SCCACHE_SERVER_UDS="$attrib_uds/server.sock";'
+            f"\n( {command}\n); rc=$?; {cache} --show-stats --stats-format=json > {stats} 2>/dev/null;"
+            f' {cache} --stop-server >/dev/null 2>&1; rm -rf "$attrib_uds"; exit $rc'
         )
 
     def start(self, key: str) -> None:
