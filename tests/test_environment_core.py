@@ -9,7 +9,6 @@ from attrib.core.environment import (
     EnvChange,
     EnvKey,
     Fingerprint,
-    as_columns,
     changed_line,
     changes,
     first_version_line,
@@ -84,7 +83,3 @@ def test_the_first_version_line_of_real_compilers_answers():
     gcc = "gcc (Debian 12.2.0-14) 12.2.0\nCopyright (C) 2022 Free Software Foundation, Inc.\n"
     assert first_version_line(gcc) == "gcc (Debian 12.2.0-14) 12.2.0"
     assert first_version_line("no version here\n") is None
-
-
-def test_columns_are_env_keys_for_history_rows():
-    assert as_columns(parse_probe("driver=550\ncompiler=gcc 12.2\n")) == {"env.compiler": "gcc 12.2", "env.driver": "550"}

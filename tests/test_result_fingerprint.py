@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sim_results import simulated_result
 
-from attrib.core.environment import Fingerprint, parse_probe
+from attrib.core.environment import GPU_KEYS, Fingerprint, parse_probe
 from attrib.core.model import BuildRecord, CommitInfo, Phase, Purpose, Step, Verdict
 from attrib.errors import EnvironmentChanged, ResultFormatError
 from attrib.evaluate.fingerprint import EnvironmentWatch, finish
@@ -163,3 +163,88 @@ def test_a_recipes_environment_table_is_read_and_a_bad_one_is_one_line(tmp_path)
         with pytest.raises(ConfigError) as err:
             parse_recipe(tomllib.loads(DEMO_RECIPE + f"\n[environment]\n{bad}\n"), tmp_path / "r.toml")
         assert f"key '{key}'" in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_under_slurm_each_node_is_compared_with_its_own_first_reading(tmp_path):
+    n1 = parse_probe("kernel=5.15.0-105\ndriver=550.54.15\n", where="n1")
+    n2 = parse_probe("kernel=6.8.0-31\ndriver=550.54.15\n", where="n2")
+    n1_updated = parse_probe("kernel=5.15.0-105\ndriver=550.90.07\n", where="n1")
+    read = _Readings(n1, n2, n2, n1_updated)
+    watch = EnvironmentWatch(read, NullEvents(), interval_s=0.0, per_machine=True)
+    watch.build_finished(*_built(tmp_path, "1"))  # n1's start
+    watch.build_finished(*_built(tmp_path, "2"))  # n2's start: another node of the class, not a change
+    watch.phase(Phase(Step.LOCATING))  # n2 again, unchanged
+    with pytest.raises(EnvironmentChanged, match=r"at the end on n1: driver 550.54.15 -> 550.90.07 \(stopped"):
+        watch.close()
+    assert watch.start == n1
+    # without per_machine (local, docker) the second node's kernel would have been a change
+    strict = EnvironmentWatch(_Readings(n1, n2), NullEvents(), interval_s=0.0)
+    strict.build_finished(*_built(tmp_path, "1"))
+    with pytest.raises(EnvironmentChanged, match="kernel 5.15.0-105 -> 6.8.0-31"):
+        strict.build_finished(*_built(tmp_path, "2"))
+
+
+class _FakeNvml:
+    """pynvml's calls the fingerprint makes, for two H100s (the second without MIG support);
+    anything else is missing, as a stricter fake of the library should be."""
+
+    NVML_CLOCK_GRAPHICS, NVML_CLOCK_MEM = 0, 2
+
+    class NotSupported(Exception):
+        pass
+
+    def nvmlInit(self) -> None:
+        self.up = True
+
+    def nvmlShutdown(self) -> None:
+        self.up = False
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:
+        return b"NVIDIA H100 80GB HBM3"
+
+    def nvmlDeviceGetPowerManagementLimit(self, h: int) -> int:
+        return 700000  # milliwatts
+
+    def nvmlDeviceGetApplicationsClock(self, h: int, clock: int) -> int:
+        return {0: 1980, 2: 2619}[clock]
+
+    def nvmlDeviceGetMigMode(self, h: int) -> tuple[int, int]:
+        if h == 1:
+            raise self.NotSupported()
+        return (0, 0)
+
+    def nvmlDeviceGetPersistenceMode(self, h: int) -> int:
+        return 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "550.54.15"
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 12040
+
+
+def test_nvml_reads_the_gpu_keys_as_nvidia_smi_writes_them(monkeypatch):
+    import sys
+
+    from attrib.evaluate.fingerprint import with_nvml
+    from attrib.evaluate.gpu.nvml import gpu_fingerprint
+
+    fake = _FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    values, why = gpu_fingerprint()
+    assert why == "" and fake.up is False  # shut down again
+    gpu_keys = {k: H100.values[k] for k in ("gpu", "driver", "cuda_runtime", "power_limit_w", "app_clocks", "mig", "persistence")}
+    assert values == gpu_keys  # the recorded nvidia-smi reading of the same machine, key for key
+    assert set(values) == set(GPU_KEYS)
+    cpu_only = parse_probe("kernel=6.1\n!gpu=nvidia-smi not found\n")
+    assert with_nvml(cpu_only, (values, "")).values == {"kernel": "6.1", **gpu_keys}
+    assert with_nvml(cpu_only, (values, "")).unavailable == {}
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: import fails
+    assert gpu_fingerprint() == ({}, "nvidia-ml-py not installed")
+    assert with_nvml(cpu_only, gpu_fingerprint()).unavailable == {"gpu": "nvidia-smi not found; NVML: nvidia-ml-py not installed"}

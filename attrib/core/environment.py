@@ -126,8 +126,3 @@ def first_version_line(text: str) -> str | None:
         if re.search(r"\d+\.\d+", line):
             return line.strip()
     return None
-
-
-def as_columns(fp: Fingerprint) -> dict[str, str]:
-    """The fingerprint as a history row's columns: `env.<key>` -> value."""
-    return {f"env.{k}": v for k, v in sorted(fp.values.items())}

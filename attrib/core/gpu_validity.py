@@ -72,7 +72,9 @@ def other_processes(pids: tuple[int, ...], own_pid: int) -> tuple[int, ...]:
     return tuple(sorted(pids))[1:]
 
 
-def block_exclusion(clock_mhz: float, reference_mhz: float, fraction: float, before: DeviceReading, after: DeviceReading) -> str:
+def block_exclusion(
+    clock_mhz: float, reference_mhz: float, fraction: float, before: DeviceReading, after: DeviceReading
+) -> str:
     """Why the block between the two readings is not a sample ("" when it is): the first that
     holds of sharing, thermal, power brake, HW slowdown, then the SM clock rule (the lower of the
     clock reads around the block under `fraction` of the reference)."""

@@ -8,7 +8,8 @@ compilers`, else those the build names: CC, CXX, CUDACXX, FC in [build] env, com
 the commands, `${CC:-cc}` and `${CXX:-c++}` behind cmake, make, ninja or meson), nvcc's release
 (`cuda_toolkit`), /etc/os-release, `uname -r`, the CPU model, the cpufreq governors, and from
 nvidia-smi the GPU's name, driver, CUDA version, power limit, application clocks, MIG and
-persistence modes. The container image's id comes from the executor (it started the
+persistence modes (under the local executor NVML reads those in this process, nvidia-ml-py
+imported lazily; nvidia-smi's stand where it cannot). The container image's id comes from the executor (it started the
 container). A recipe's `[environment] probes` run last, each recorded as `probe.<name>`.
 
 `EnvironmentWatch` takes the fingerprint at a bisection's first build (in that checkout, so a
@@ -29,7 +30,14 @@ from pathlib import Path
 from attrib.core.environment import EnvKey, Fingerprint, changed_line, changes, first_version_line, parse_probe
 from attrib.core.model import BuildRecord, CommitInfo, Decided, Phase, Verdict
 from attrib.errors import EnvironmentChanged
-from attrib.evaluate.executors.base import DockerDescription, Executor, ExecutorDescription, SlurmDescription
+from attrib.evaluate.executors.base import (
+    DockerDescription,
+    Executor,
+    ExecutorDescription,
+    LocalDescription,
+    SlurmDescription,
+)
+from attrib.evaluate.gpu.nvml import gpu_fingerprint
 from attrib.events import Events, NullEvents
 from attrib.recipe import BuildSpec, EnvironmentSpec, Recipe
 
@@ -89,7 +97,7 @@ def probe_script(compilers: tuple[str, ...], probes: Mapping[str, str]) -> str:
     ]
     for i, c in enumerate(compilers):
         lines.append(
-            f"c={c}; if command -v \"$c\" >/dev/null 2>&1; then line raw.compiler.{i} \"$c{_SEP}$(\"$c\" --version 2>&1 </dev/null)\"; "
+            f'c={c}; if command -v "$c" >/dev/null 2>&1; then line raw.compiler.{i} "$c{_SEP}$("$c" --version 2>&1 </dev/null)"; '
             f'else no raw.compiler.{i} "$c: not found"; fi'
         )
     for name, command in probes.items():
@@ -170,21 +178,39 @@ def read_fingerprint(executor: Executor, build: BuildSpec, spec: EnvironmentSpec
     if result.timed_out or not result.stdout.strip():
         why = "timed out" if result.timed_out else f"exit {result.returncode}: {result.stderr.strip()[:120]}"
         return Fingerprint({}, {"probe": f"the probe did not answer ({why})"}, result.node)
-    return finish(parse_probe(result.stdout, result.node), _image(executor.describe()))
+    description = executor.describe()
+    found = finish(parse_probe(result.stdout, result.node), _image(description))
+    return with_nvml(found, gpu_fingerprint()) if isinstance(description, LocalDescription) else found
+
+
+def with_nvml(found: Fingerprint, nvml: tuple[dict[str, str], str]) -> Fingerprint:
+    """The local executor's machine is this one: NVML (nvidia-ml-py) reads its GPU keys in this
+    process; where it read none, nvidia-smi's stand, and a GPU key neither read says both whys."""
+    values, why = nvml
+    missing = dict(found.unavailable)
+    if why and EnvKey.GPU not in found.values:
+        missing[EnvKey.GPU] = f"{missing.get(EnvKey.GPU, 'nvidia-smi read none')}; NVML: {why}"
+    for key in values:
+        missing.pop(key, None)
+    return Fingerprint({**found.values, **values}, missing, found.where)
 
 
 class EnvironmentWatch:
     """An `Events` that passes every event on, and reads the fingerprint at the first build
     (`start`) and again at later builds and phases at most every `interval_s` (and at `close`):
     a reading that differs raises EnvironmentChanged (threads: builds may finish in a pool,
-    whose map raises it in the bisection's thread)."""
+    whose map raises it in the bisection's thread). `per_machine` (Slurm: one bisection's jobs
+    land on several nodes of a class): a reading is compared with the first one taken on the
+    same machine (`where`), and the first on another machine is that machine's start."""
 
     def __init__(
         self, read: Callable[[Path], Fingerprint], inner: Events, interval_s: float = CHECK_INTERVAL_S,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic, per_machine: bool = False,
     ) -> None:  # fmt: skip
         self.read, self.inner, self.interval_s, self.clock = read, inner, interval_s, clock
+        self.per_machine = per_machine
         self.start: Fingerprint | None = None
+        self._starts: dict[str, Fingerprint] = {}
         self._checkout: Path | None = None
         self._last = 0.0
         self._lock = threading.Lock()
@@ -220,20 +246,23 @@ class EnvironmentWatch:
             if checkout is None or (self.start is not None and not force and now - self._last < self.interval_s):
                 return
             self._last = now
-            first = self.start is None
         reading = self.read(checkout)
-        if first:
-            with self._lock:
-                self.start = self.start or reading
-            return
-        assert self.start is not None
-        found = changes(self.start, reading)
+        machine = reading.where if self.per_machine else ""
+        with self._lock:
+            self.start = self.start or reading
+            before = self._starts.setdefault(machine, reading)
+        found = changes(before, reading)
         if found:
-            raise EnvironmentChanged(changed_line(found, when) + " (stopped, not to compare commits measured in two environments)")
+            on = f" on {reading.where}" if self.per_machine else ""
+            raise EnvironmentChanged(
+                changed_line(found, when + on) + " (stopped, not to compare commits measured in two environments)"
+            )
 
 
 def watched(executor: Executor, recipe: Recipe, events: Events | None) -> EnvironmentWatch:
     """`events` behind a watch of the environment where `executor` runs (job.py's one call)."""
     return EnvironmentWatch(
-        lambda checkout: read_fingerprint(executor, recipe.build, recipe.environment, checkout), events or NullEvents()
+        lambda checkout: read_fingerprint(executor, recipe.build, recipe.environment, checkout),
+        events or NullEvents(),
+        per_machine=isinstance(executor.describe(), SlurmDescription),
     )
