@@ -148,7 +148,8 @@ def finish(raw: Fingerprint, image: tuple[str | None, str]) -> Fingerprint:
         values[EnvKey.IMAGE] = image[0]
     else:
         missing[EnvKey.IMAGE] = image[1]
-    return Fingerprint(values, missing, raw.values.get("where", raw.where))
+    # keys as plain strings: EnvKey members are equal to them, but not as JSON or repr
+    return Fingerprint({str(k): v for k, v in values.items()}, {str(k): v for k, v in missing.items()}, raw.values.get("where", raw.where))
 
 
 def _smi(rows: list[str]) -> dict[str, str]:
