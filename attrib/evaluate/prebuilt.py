@@ -2,11 +2,13 @@
 
 Where CI has built a commit already, its archive is unpacked in place of the build: fetched
 (a file, or HTTP GET through attrib/http.py with its bounds and retries), checked against
-`<archive>.sha256` when one is published (its first word, hex), unpacked with tarfile's "data"
-filter (no absolute paths, no `..`, no links out, no devices) into a scratch directory, which
-must hold every artifact glob, and only then copied into the checkout. Anything else (no
-archive, no answer, a digest that differs, an archive that does not unpack or lacks an
-artifact) is `Unusable` with one line, and the commit is built as without the key.
+`<archive>.sha256` when one is published (its first word, hex), unpacked by
+evaluate/unpacking.py (regular files and directories only, every name inside, every size and
+count within its caps, checked before anything is written) into a scratch directory, which must
+hold every artifact glob, and only then copied into the checkout, following none of the
+checkout's links. Anything else (no archive, no answer, a digest that differs, an archive that
+does not unpack or lacks an artifact, a checkout it cannot be copied into) is `Unusable` with
+one line, and the commit is built as without the key.
 
 An archive is never held in memory: a directory's is read where it lies, an HTTP one is written
 to a file in the build's scratch directory as it arrives (beside the tree it unpacks to, and
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import lzma
 import shutil
-import tarfile
 import urllib.parse
 import zipfile
 import zlib
@@ -34,15 +35,24 @@ from typing import Protocol
 
 from attrib.errors import PrebuiltUnavailable, ResponseTooLarge
 from attrib.evaluate.artifacts import hash_artifacts, sha256_of
+from attrib.evaluate.unpacking import copy_into, unpack_tar
 from attrib.http import HttpClient
 
 MAX_LOOKUPS = 64  # commits of a range asked about over HTTP for the search's preference
 MAX_ARCHIVE_BYTES = 2 << 30  # a prebuilt tree larger than this is built instead
-MAX_UNPACKED_BYTES = 8 << 30  # what its files may add up to once unpacked (a bomb stops here)
 MAX_DIGEST_BYTES = 64 << 10  # a published `.sha256`: one line, or a short listing
 DIGEST_SUFFIX = ".sha256"
-# what a broken archive raises while it is unpacked (tarfile, zipfile, their decompressors)
-UNPACK_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
+# what a broken archive raises while it is unpacked (unpacking.py, zipfile, the decompressors)
+UNPACK_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 @dataclass(frozen=True)
@@ -66,16 +76,6 @@ class PrebuiltSource(Protocol):
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable: ...
 
 
-def unpack_tar(archive: Path, into: Path) -> None:
-    """The tar archive at `archive` (any compression tarfile reads) unpacked into `into` with the
-    "data" filter (no absolute paths, no `..`, no links out, no devices); UNPACK_ERRORS
-    otherwise. Read from the file as it unpacks: memory does not grow with the archive."""
-    with tarfile.open(name=archive) as tar:
-        if sum(m.size for m in tar.getmembers()) > MAX_UNPACKED_BYTES:
-            raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
-        tar.extractall(into, filter="data")
-
-
 @contextmanager
 def emptied(scratch: Path) -> Iterator[Path]:
     """`scratch`, made empty, and removed afterwards whatever happens: a downloaded archive and
@@ -88,9 +88,13 @@ def emptied(scratch: Path) -> Iterator[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def install(label: str, fill: Callable[[Path], None], checkout: Path, tree: Path, artifacts: tuple[str, ...]) -> Unusable | None:
+def install(
+    label: str, fill: Callable[[Path], None], checkout: Path, tree: Path, artifacts: tuple[str, ...]
+) -> Unusable | None:
     """`fill` unpacks into the empty `tree`, which must then hold every artifact glob; only
-    then is it copied into `checkout`. Why not, as one line starting with `label`."""
+    then is it copied into `checkout` (unpacking.copy_into: no link of the checkout followed, a
+    path it cannot take refusing the copy before anything is written). Why not, as one line
+    starting with `label`."""
     with emptied(tree):
         try:
             fill(tree)
@@ -100,7 +104,10 @@ def install(label: str, fill: Callable[[Path], None], checkout: Path, tree: Path
             hashed = hash_artifacts(tree, artifacts)
             if isinstance(hashed, str):
                 return Unusable(f"{label}: {hashed}")
-        shutil.copytree(tree, checkout, dirs_exist_ok=True, symlinks=True)
+        try:
+            copy_into(tree, checkout)
+        except (ValueError, OSError) as exc:
+            return Unusable(f"{label}: not copied into the checkout ({exc})")
         return None
 
 
@@ -161,7 +168,9 @@ class PrebuiltArchives:
                 want = words[0].lower() if words else ""
                 got = sha256_of(archive)
                 if want != got:
-                    return Unusable(f"prebuilt {where}: sha256 {got[:12]}... but {where}{DIGEST_SUFFIX} says {want[:12] or 'nothing'}...")
+                    return Unusable(
+                        f"prebuilt {where}: sha256 {got[:12]}... but {where}{DIGEST_SUFFIX} says {want[:12] or 'nothing'}..."
+                    )
             label = f"prebuilt {where}"
             bad = install(label, lambda into: unpack_tar(archive, into), checkout, scratch / "tree", self.artifacts)
             return bad or Unpacked(checked=bool(published))
@@ -228,4 +237,3 @@ def _client(url: str) -> HttpClient:
         f"{parts.scheme}://{parts.netloc}", {}, target=parts.netloc, token_var="", error=PrebuiltUnavailable,
         max_attempts=2, unreachable=lambda why: f"no answer ({why})",
     )  # fmt: skip
-

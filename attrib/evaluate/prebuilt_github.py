@@ -4,11 +4,12 @@ artifact its CI uploaded, found and fetched through attrib/github_actions.py.
 For a commit: the newest successful run of the recipe's workflow for that head sha, its artifact
 of the recipe's name (`{sha}` replaced), not expired, no larger than MAX_ARCHIVE_BYTES; its zip
 downloaded (the API's 302 followed without the token), checked against the `digest` GitHub
-publishes for it where it does, and unpacked safely: members with an absolute path, a `..`, a
-backslash or a drive, symbolic links and encrypted members refuse the zip, and its files may add
-up to MAX_UNPACKED_BYTES. A zip of exactly one `.tar`/`.tar.gz`/`.tgz`/`.tar.xz`/`.tar.bz2` (the
-way to keep file modes through upload-artifact, which drops them) is that tar, unpacked with
-tarfile's "data" filter as evaluate/prebuilt.py does. The result must hold every artifact glob.
+publishes for it where it does, and unpacked safely (evaluate/unpacking.py): members with an
+absolute path, a `..`, a backslash, a drive or a `.git`, symbolic links, other special files and
+encrypted members refuse the zip; it may have MAX_MEMBERS members, and its files may add up to
+MAX_UNPACKED_BYTES. A zip of exactly one `.tar`/`.tar.gz`/`.tgz`/`.tar.xz`/`.tar.bz2` (the
+way to keep file modes through upload-artifact, which drops them) is that tar, unpacked as
+evaluate/prebuilt.py unpacks one. The result must hold every artifact glob.
 The zip is written to a file in the build's scratch directory as it downloads, its digest is
 computed over that file, and its members (the one tar too) are copied out a chunk at a time,
 the size bound counted while copying, not taken from the zip's headers: memory does not grow
@@ -30,7 +31,7 @@ import os
 import re
 import stat
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -39,7 +40,6 @@ from attrib.evaluate.artifacts import sha256_of
 from attrib.evaluate.prebuilt import (
     MAX_ARCHIVE_BYTES,
     MAX_LOOKUPS,
-    MAX_UNPACKED_BYTES,
     Unpacked,
     Unusable,
     emptied,
@@ -47,6 +47,7 @@ from attrib.evaluate.prebuilt import (
     spread,
     unpack_tar,
 )
+from attrib.evaluate.unpacking import MAX_MEMBERS, MAX_UNPACKED_BYTES, Tree, chunks_of, file_mode, safe_parts
 from attrib.github_actions import NEED, Actions, Artifact, headers
 from attrib.http import HttpClient, Sleep
 from attrib.recipe import PrebuiltGithub
@@ -57,7 +58,6 @@ BACKOFF_S = 0.5
 MAX_WAIT_S = 10.0  # a rate limit asking for longer: this commit is built, said so
 TIMEOUT_S = 30.0  # one connect or read
 _TAR = re.compile(r".+\.(tar|tar\.gz|tgz|tar\.xz|tar\.bz2)")
-COPY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,11 @@ class _Found:
 
 class GithubArtifacts:
     def __init__(
-        self, source: PrebuiltGithub, artifacts: tuple[str, ...], environ: Mapping[str, str] = os.environ, sleep: Sleep | None = None
+        self,
+        source: PrebuiltGithub,
+        artifacts: tuple[str, ...],
+        environ: Mapping[str, str] = os.environ,
+        sleep: Sleep | None = None,
     ) -> None:
         self.source = source
         self.artifacts = artifacts
@@ -118,7 +122,9 @@ class GithubArtifacts:
         an answer about the commit (remembered) rather than a failure to ask."""
         s = self.source
         if not self.token:
-            return Unusable(f"prebuilt from github:{s.repo}: no token: ${s.token_env} is not set (it needs {NEED})"), False
+            return Unusable(
+                f"prebuilt from github:{s.repo}: no token: ${s.token_env} is not set (it needs {NEED})"
+            ), False
         if sha in self._known:
             return self._known[sha], True
         self.lookups += 1
@@ -132,13 +138,17 @@ class GithubArtifacts:
         live = [a for a in listed if not a.expired]
         got: _Found | Unusable
         if not runs:
-            got = Unusable(f"no prebuilt artifact: github:{s.repo} has no successful run of {s.workflow} for {sha[:12]}")
+            got = Unusable(
+                f"no prebuilt artifact: github:{s.repo} has no successful run of {s.workflow} for {sha[:12]}"
+            )
         elif live:
             got = _Found(runs[0], live[0])
         elif listed:
             got = Unusable(f"no prebuilt artifact: {name} of run {runs[0]} of github:{s.repo} has expired")
         else:
-            got = Unusable(f"no prebuilt artifact: run {runs[0]} of {s.workflow} (github:{s.repo}) has no artifact named {name}")
+            got = Unusable(
+                f"no prebuilt artifact: run {runs[0]} of {s.workflow} (github:{s.repo}) has no artifact named {name}"
+            )
         self._known[sha] = got
         return got, True
 
@@ -153,50 +163,52 @@ class GithubArtifacts:
 
 
 def unpack_zip(zipped: Path, into: Path) -> None:
-    """The artifact's zip at `zipped` unpacked into `into`; a ValueError (or zipfile's own) for
-    anything that would land outside it, a link, an encrypted member, or more than
+    """The artifact's zip at `zipped` unpacked into `into` (evaluate/unpacking.py's checks and
+    writes); a ValueError (or zipfile's own) for anything that would land outside it, a link,
+    another special file, an encrypted member, more than MAX_MEMBERS members or more than
     MAX_UNPACKED_BYTES. A zip of one tar: that tar is copied out beside `zipped` (removed
     afterwards) and unpacked from there."""
     with zipfile.ZipFile(zipped) as zf:
         members = zf.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ValueError(f"more than {MAX_MEMBERS} members")
         files = [m for m in members if not m.is_dir()]
         if len(files) == 1 and _TAR.fullmatch(PurePosixPath(files[0].filename).name):
             inner = zipped.with_name(zipped.name + ".tar")
             try:
-                _copy(zf, files[0], inner, MAX_ARCHIVE_BYTES)
+                with inner.open("wb") as out:
+                    for chunk in _chunks(zf, files[0], MAX_ARCHIVE_BYTES):
+                        out.write(chunk)
                 unpack_tar(inner, into)
             finally:
                 inner.unlink(missing_ok=True)
             return
         left = MAX_UNPACKED_BYTES
-        for m in members:
-            parts = PurePosixPath(m.filename).parts
-            if m.filename.startswith("/") or "\\" in m.filename or ".." in parts or ":" in (parts[0] if parts else ""):
-                raise ValueError(f"{m.filename!r} would land outside the checkout")
-            mode = m.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise ValueError(f"{m.filename!r} is a symbolic link")
-            if m.flag_bits & 0x1:
-                raise ValueError(f"{m.filename!r} is encrypted")
-            target = into.joinpath(*parts)
-            if m.is_dir() or not parts:
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            left -= _copy(zf, m, target, left)
-            # upload-artifact keeps no modes; a zip made on Unix may: at most rwxr-xr-x
-            target.chmod(mode & 0o755 if stat.S_ISREG(mode) and mode & 0o777 else 0o644)
+        with Tree(into) as tree:
+            for m in members:
+                parts = safe_parts(m.filename)
+                mode = m.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    raise ValueError(f"{m.filename!r} is a symbolic link")
+                if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+                    raise ValueError(
+                        f"{m.filename!r} is a special file (mode {mode:o}): only regular files and directories are unpacked"
+                    )
+                if m.flag_bits & 0x1:
+                    raise ValueError(f"{m.filename!r} is encrypted")
+                if m.is_dir() or not parts:
+                    tree.directory(parts)
+                    continue
+                # upload-artifact keeps no modes; a zip made on Unix may: at most rwxr-xr-x
+                left -= tree.file(
+                    parts, _chunks(zf, m, left), file_mode(mode) if stat.S_ISREG(mode) and mode & 0o777 else 0o644
+                )
 
 
-def _copy(zf: zipfile.ZipFile, member: zipfile.ZipInfo, target: Path, limit: int) -> int:
-    """`member` written to `target` a chunk at a time, at most `limit` bytes; how many."""
+def _chunks(zf: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> Iterator[bytes]:
+    """`member`'s bytes a chunk at a time, at most `limit` of them."""
+    refusal = f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB (member {member.filename!r})"
     if member.file_size > limit:
-        raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
-    size = 0
-    with zf.open(member) as src, target.open("wb") as out:
-        while chunk := src.read(min(COPY_CHUNK, limit + 1 - size)):
-            size += len(chunk)
-            if size > limit:  # the header may lie: what is copied is the bound
-                raise ValueError(f"its files add up to more than {MAX_UNPACKED_BYTES >> 20} MiB")
-            out.write(chunk)
-    return size
+        raise ValueError(refusal)
+    with zf.open(member) as src:
+        yield from chunks_of(src, limit, refusal)
