@@ -141,3 +141,19 @@ def test_a_bisections_result_and_report_carry_the_fingerprint(tmp_path):
     assert fp["values"]["compiler"].startswith(_cc_line())
     report = (tmp_path / "report.md").read_text()
     assert "## Where it ran" in report and f"- kernel: {platform.release()}" in report
+
+
+def test_attrib_compares_document_and_report_carry_where_it_ran(tmp_path):
+    tree = generate_tree(tmp_path / "repo", spec(commits=4, culprits=((2, 10),)))
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(DEMO_RECIPE)
+    out = tmp_path / "compare.json"
+    res = run_cli(
+        "compare", tree.good, tree.bad, "--repo", tree.path, "--recipe", recipe, "--workdir", tmp_path / "work",
+        "--json", out,
+    )  # fmt: skip
+    assert res.code in (0, 10, 11), res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "compare" and doc["environment"]["values"]["kernel"] == platform.release()
+    report = run_cli("report", out)
+    assert report.code == 0 and "## Where it ran" in report.stdout and f"- kernel: {platform.release()}" in report.stdout

@@ -248,3 +248,14 @@ def test_nvml_reads_the_gpu_keys_as_nvidia_smi_writes_them(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: import fails
     assert gpu_fingerprint() == ({}, "nvidia-ml-py not installed")
     assert with_nvml(cpu_only, gpu_fingerprint()).unavailable == {"gpu": "nvidia-smi not found; NVML: nvidia-ml-py not installed"}
+
+
+def test_the_report_names_the_gates_exclusions_by_reason(culprit):
+    from attrib.core.gpu_validity import SHARED, THERMAL, low_clock
+
+    result = replace(culprit, excluded_samples={THERMAL: 5, SHARED: 2, low_clock(0.75): 1})
+    text = render(result)
+    assert (
+        "- excluded samples: 8, by reason: thermal slowdown: 5, device shared with another process: 2, "
+        "SM clock below 75% of the reference: 1 (flagged by the benchmark, or GPU blocks the validity gate excluded"
+    ) in text
