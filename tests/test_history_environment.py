@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,10 @@ from attrib.core.environment import EnvChange
 from attrib.core.model import Direction
 from attrib.daemon.auth import sign
 from attrib.daemon.config import Settings
-from attrib.daemon.nightly import origin
+from attrib.daemon.nightly import environment_not_reproduced, origin
 from attrib.demo import generate_tree
 from attrib.errors import BadRows
-from attrib.history.environment import EnvGroup, EnvShift, agree, attribute, env_change
+from attrib.history.environment import EnvGroup, EnvShift, agree, attribute, attribute_all, env_change
 from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import ordered
 from attrib.history.projects import SERIES_NAME, HistoryConfig, MapRule, ProjectConfig
@@ -132,6 +133,16 @@ def test_an_environment_change_with_commits_between_is_bisected_and_named(tmp_pa
         assert len(detected) == 24 and {x.environment for x in detected} == {f"compiler {OLD} -> {NEW}"}
         (code,) = [j for j in _jobs(d) if j is not upgrade and line.index(j["good"]) < CODE <= line.index(j["bad"])]
         assert {x.environment for x in origin(d.settings, code["id"])} == {""}
+        # its preflight (both ends rebuilt today) did not reproduce it: the environment's after all
+        said = environment_not_reproduced(d.settings, upgrade["id"])
+        (report,) = (d.settings.state / "filed" / "nightly").glob("*/report.md")
+        assert said.startswith(f"environment compiler {OLD} -> {NEW}: 24 series +6.") and said.endswith(f"issue opened: {report}")
+        assert "did not reproduce it: the code between them did not make it" in report.read_text()
+        history = HistoryStore(d.settings.db_path)
+        marked = history.changes(job_id=upgrade["id"])
+        assert len(marked) == 24 and {c.flag for c in marked} == {FlagState.ENVIRONMENT}
+        assert environment_not_reproduced(d.settings, code["id"]) == ""  # the code's change: nothing filed
+        assert environment_not_reproduced(d.settings, upgrade["id"]).endswith(f"{report} lists every series already")
 
 
 def test_environment_arrives_by_every_door_and_is_checked_like_other_text(tmp_path: Path, tree):
@@ -193,10 +204,19 @@ def test_the_decision_is_the_environment_only_where_the_old_code_moved_with_it()
     got = attribute(pts, _change("b", "c"))
     assert got.environment and got.change is not None and got.change.label == f"compiler {OLD} -> {NEW}"
     stays = attribute([*pts[:2], Point("b", 1.001, 3, new), pts[3]], _change("b", "c"))  # the old code did not move
-    assert not stays.environment and stays.change is not None and "stays at the old level" in stays.why
+    assert not stays.environment and stays.change is not None and "+0.10 % on the old code" in stays.why and "the code moved it too" in stays.why
     unknown = attribute([pts[0], pts[1], pts[3]], _change("b", "c"))  # nobody measured b in the new environment
     assert not unknown.environment and "no value of b" in unknown.why
     assert attribute([Point("b", 1.0, 1, old), Point("c", 1.06, 2, old)], _change("b", "c")).change is None
+    # one environment change over three series: its effect is their re-runs' median (+6 %); the
+    # series whose change is 11 % moved with the code too, and is bisected
+    def series_of(step: float, rerun: float) -> tuple[list[Point], Change]:
+        nights = [Point(f"c{i}", 1.0 + 0.001 * (i % 3), i, old) for i in range(10)] + [Point("c9", rerun, 10, new)]
+        nights += [Point(f"d{i}", step + 0.001 * (i % 3), 11 + i, new) for i in range(10)]
+        return nights, _change("c9", "d0", 1.001, step) if step < 1.1 else replace(_change("c9", "d0", 1.001, step), change_pct=11.0, ci_pct=(10.4, 11.6))
+
+    verdicts = attribute_all([series_of(1.06, 1.06), series_of(1.06, 1.062), series_of(1.11, 1.058)])
+    assert [v.environment for v in verdicts] == [True, True, False] and "the code moved it too" in verdicts[2].why
     # the series keeps a commit's first environment: the re-run is the environment's evidence
     assert ordered(pts, ["a", "b", "c"]).values == [1.0, 1.0, 1.06]
     series = Series(1, "p", "k", {"gpu": "H100"}, "ms", Direction.LOWER)

@@ -55,23 +55,28 @@ def _measure_nights(repo: Path, shas: list[str], scratch: Path) -> list[float]:
     return best
 
 
-def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: Path):
-    tree = generate_tree(tmp_path / "repo", spec(commits=COMMITS, culprits=((CULPRIT, SLOWDOWN_PCT),), broken=None, work_base=3_000_000))
-    line = first_parent(tree.path)
-    assert line[CULPRIT] == tree.culprits[0]
+def demo_daemon(tmp_path: Path, repo: Path, detect: str = "") -> tuple[Path, Path]:
+    """A daemon's config (one local worker, the demo recipe mapped for `loop*`, reports filed to
+    dir:nightly) and its empty state directory."""
     recipes, state = tmp_path / "recipes", tmp_path / "state"
     recipes.mkdir()
     (recipes / "demo.toml").write_text(DEMO_RECIPE)
     config = write_config(
         tmp_path, SECRET, recipes, workers=1, executor="local", group_window_s=0,
-        tables="[history.projects.demo]\n"
-        f'repo = "{tree.path}"\nbranch = "main"\nfile_issue = "dir:nightly"\n'
-        # The planted step doubles the time; a detector for a shared machine ignores less than
-        # 20 %: slow spells here have lifted six nights in a row by 4-9 % (CI, 2026-12-01).
-        "detect = { min_segment = 5, alpha = 0.001, min_change_pct = 20 }\n"
+        tables=f'[history.projects.demo]\nrepo = "{repo}"\nbranch = "main"\nfile_issue = "dir:nightly"\n{detect}'
         'map = [ { pattern = "loop*", recipe = "demo.toml", benchmark = "loop" } ]\n',
     )  # fmt: skip
     state.mkdir()
+    return config, state
+
+
+def test_nightly_history_detects_bisects_and_files_the_planted_commit(tmp_path: Path):
+    tree = generate_tree(tmp_path / "repo", spec(commits=COMMITS, culprits=((CULPRIT, SLOWDOWN_PCT),), broken=None, work_base=3_000_000))
+    line = first_parent(tree.path)
+    assert line[CULPRIT] == tree.culprits[0]
+    # The planted step doubles the time; a detector for a shared machine ignores less than
+    # 20 %: slow spells here have lifted six nights in a row by 4-9 % (CI, 2026-12-01).
+    config, state = demo_daemon(tmp_path, tree.path, "detect = { min_segment = 5, alpha = 0.001, min_change_pct = 20 }\n")
     log = tmp_path / "daemon.log"
     daemon = _start(config, state, log)
     try:

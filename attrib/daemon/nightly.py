@@ -40,7 +40,7 @@ from attrib.formats.results_csv import parse_timestamp
 from attrib.formats.text import MAX_FILE_NAME, text_problem
 from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
-from attrib.history.environment import EnvGroup, EnvShift, attribute, env_groups, issue_body
+from attrib.history.environment import EnvGroup, EnvShift, attribute, attribute_all, env_groups, issue_body
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide, groups, union
 from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
@@ -175,14 +175,15 @@ class Nightly:
         full = self.history.queued_since(project.name, now - DAY_S) >= project.max_bisections_per_day
         series_points: dict[int, list[Point]] = {}
         by_env: list[tuple[Series, Change, EnvShift]] = []
-        for s, c in self.history.waiting_changes(project.name, new_only=full):
-            if c.before not in pos or c.after not in pos:
-                continue
+        waiting = [(s, c) for s, c in self.history.waiting_changes(project.name, new_only=full) if c.before in pos and c.after in pos]
+        for s, _ in waiting:
             if s.id not in series_points:
                 series_points[s.id] = self.history.points(s.id)
-            blamed = attribute(series_points[s.id], c)
-            if blamed.environment and blamed.change is not None:
-                by_env.append((s, c, blamed.change))
+        # decided together: an environment change's effect is estimated over every series it moved
+        blamed = attribute_all([(series_points[s.id], c) for s, c in waiting])
+        for (s, c), why in zip(waiting, blamed, strict=True):
+            if why.environment and why.change is not None:
+                by_env.append((s, c, why.change))
                 continue
             span = Span(pos[c.before], pos[c.after])
             rule = project.rule_for(s.benchmark)
@@ -205,23 +206,9 @@ class Nightly:
         return out
 
     def _file_environment(self, g: EnvGroup, project: ProjectConfig, now: float, answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """File one environment change's issue (project.file_issue) and mark its change points
-        ENVIRONMENT: nothing is queued. A filing that fails is said in the note; the attribution
-        stands (a bisection of a change the code did not make would find nothing)."""
-        url = f"{base_url(self.settings)}/series?project={project.name}"
-        where = "not filed: the project names no file_issue"
-        if project.file_issue:
-            sink = project.file_issue
-            if sink.startswith("dir:"):  # a name under --state/filed, as for a bisection's report
-                sink = f"dir:{self.settings.state / 'filed' / sink[4:]}"
-            try:
-                filed = file_environment(
-                    open_sink(parse_target(sink)), g.title, issue_body(g, url), json.dumps(g.change.as_json(), sort_keys=True),
-                    [s.label for s, _ in g.members], [DEFAULT_LABEL],
-                )  # fmt: skip
-                where = f"issue {filed.action}: {filed.where}"
-            except AttribError as exc:
-                where = f"filing to {project.file_issue} failed: {exc}"
+        """File one environment change's issue and mark its change points ENVIRONMENT: nothing is
+        queued. A filing that fails is said in the note; the attribution stands."""
+        where = file_env_issue(self.settings, project, g, RERUN_EVIDENCE)
         note = f"environment: {g.change.label} moved {len(g.members)} series ({g.change_pct:+.2f} % median); {where}"
         answer.append({
             "change": g.change.label, "keys": g.change.as_json(), "series": len(g.members), "change_pct": g.change_pct,
@@ -329,6 +316,65 @@ class Nightly:
             if self.history.settle_waiting(c.id, d.state, d.job_id, d.note, now):
                 out.append(_decided(s, c, d))
         return out
+
+
+RERUN_EVIDENCE = (
+    "each was measured again at its last commit before the change in the new environment, already at the new level,"
+    " so no bisection was run"
+)
+PREFLIGHT_EVIDENCE = (
+    "the bisection's preflight rebuilt both ends in today's environment and did not reproduce it:"
+    " the code between them did not make it"
+)
+
+
+def file_env_issue(settings: Settings, project: ProjectConfig, g: EnvGroup, evidence: str) -> str:
+    """One environment change's issue where the project files its bisections (a dir: sink is a
+    name under --state/filed); what was done, in words. A filing failure is said, not raised."""
+    if not project.file_issue:
+        return "not filed: the project names no file_issue"
+    sink = project.file_issue
+    if sink.startswith("dir:"):
+        sink = f"dir:{settings.state / 'filed' / sink[4:]}"
+    body = issue_body(g, f"{base_url(settings)}/series?project={project.name}", evidence)
+    try:
+        filed = file_environment(
+            open_sink(parse_target(sink)), g.title, body, json.dumps(g.change.as_json(), sort_keys=True),
+            [s.label for s, _ in g.members], [DEFAULT_LABEL],
+        )  # fmt: skip
+    except AttribError as exc:
+        return f"filing to {project.file_issue} failed: {exc}"
+    return f"issue {filed.action}: {filed.where}"
+
+
+def environment_not_reproduced(settings: Settings, job_id: str, now: float | None = None) -> str:
+    """A history job whose preflight did not reproduce it (the controlled comparison: both ends
+    rebuilt in today's environment), over change points whose nights differ in environment: the
+    environment made them. One issue per environment change; the points are marked ENVIRONMENT
+    (their job kept). What was filed, in words ("" when no point of the job changed environment)."""
+    history = HistoryStore(settings.db_path, busy_timeout_s=settings.busy_timeout_s)
+    try:
+        changes = history.changes(job_id=job_id)
+        series = {s.id: s for s in history.series(ids=sorted({c.series_id for c in changes}))}
+        found: dict[str, list[tuple[Series, Change, EnvShift]]] = {}
+        for c in changes:
+            shift = attribute(history.points(c.series_id), c).change
+            if shift is not None:
+                found.setdefault(series[c.series_id].project, []).append((series[c.series_id], c, shift))
+        lines = []
+        for name, points in found.items():
+            project = settings.history.projects.get(name)
+            if project is None:  # a project dropped from the config since: nowhere to file
+                continue
+            for g in env_groups(name, points):
+                where = file_env_issue(settings, project, g, PREFLIGHT_EVIDENCE)
+                note = f"environment: {g.change.label} moved {len(g.members)} series; job {job_id} did not reproduce it; {where}"
+                for _, c in g.members:
+                    history.set_flag(c.id, FlagState.ENVIRONMENT, job_id, note, now)
+                lines.append(f"environment {g.title}: {where}")
+        return "; ".join(lines)
+    finally:
+        history.close()
 
 
 @dataclass

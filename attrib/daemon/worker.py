@@ -26,7 +26,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from attrib.core.model import JobState, Phase, Step
+from attrib.core.model import JobState, Phase, Status, Step
 from attrib.core.stats import TestConfig
 from attrib.daemon.config import Settings
 from attrib.daemon.flags import submodule_rule
@@ -180,15 +180,20 @@ class Worker(threading.Thread):
 
     def write_outputs(self, job: Job, result: BisectResult) -> str | None:
         out = self.settings.job_dir(job.id)
-        from attrib.daemon.nightly import origin
+        from attrib.daemon.nightly import environment_not_reproduced, origin
 
+        env = ""
         if detected := origin(self.settings, job.id):  # a change point in nightly history
             result = replace(result, detected=detected)
+            if result.status is Status.NOT_REPRODUCED and any(cp.environment for cp in detected):
+                # the controlled comparison did not reproduce a change whose nights differ in
+                # environment: the environment's, filed as such (docs/history.md)
+                env = environment_not_reproduced(self.settings, job.id)
         atomic_write_text(out / "result.json", dump(result))
         plot = write_report(result, out / "report.md")
         if job.file_issue is None:
-            return None
-        return file_report(job.file_issue, result, plot, self.settings.state / "filed")
+            return env or None
+        return "; ".join(x for x in (file_report(job.file_issue, result, plot, self.settings.state / "filed"), env) if x)
 
 
 class WorkerPool:
