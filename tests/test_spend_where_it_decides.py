@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import itertools
 import random
+import tracemalloc
 
 import pytest
 
 from attrib.bisection import bisection
 from attrib.core.model import DecisionRule, Purpose, SearchMethod, Status, UnresolvedCause, Verdict
 from attrib.core.stats import TestConfig
-from attrib.evaluate.artifacts import Artifacts, ArtifactTrap, diagnose, explain_difference, hash_artifacts
+from attrib.evaluate.artifacts import (
+    MAX_DIFF_BYTES,
+    Artifacts,
+    ArtifactTrap,
+    diagnose,
+    explain_difference,
+    hash_artifacts,
+)
 from attrib.evaluate.evaluation import Evaluation
 from attrib.recipe import BenchmarkSpec
 from attrib.report.sentences import unresolved_text
@@ -70,7 +78,14 @@ def test_a_budget_ends_the_search_with_the_open_range_and_what_more_time_buys(me
     ticks = itertools.count()
     clock = lambda: float(next(ticks))  # noqa: E731  # one "second" per reading: deterministic
     engine = bisection(
-        hist, SimBuilder(hist), SimRunner(hist, NOISE, 1), bench, TestConfig(), 1, deadline=deadline, clock=clock,
+        hist,
+        SimBuilder(hist),
+        SimRunner(hist, NOISE, 1),
+        bench,
+        TestConfig(),
+        1,
+        deadline=deadline,
+        clock=clock,
         method=method,
     )
     out = engine.run(hist.good, hist.bad)
@@ -123,3 +138,29 @@ def test_hashing_is_by_content_and_a_glob_matching_nothing_says_so(tmp_path):
     assert hash_artifacts(two, ["bench", "lib/*.so"]) == b
     missing = hash_artifacts(one, ["bench", "out/*.bin"])
     assert missing == "[build] artifacts 'out/*.bin' matched no file after the build"
+
+
+def test_a_pair_of_large_artifacts_is_not_read_to_be_diagnosed(tmp_path):
+    """Issue 40, point 7: diagnose read both files whole before its MAX_DIFF_BYTES check (a
+    1 GiB pair: 1.1 GiB). Two sparse files of twice the bound, differing only by a timestamp:
+    their sizes alone say "not diagnosed", and what is allocated stays far below one of them
+    (tracemalloc's peak: Python's own allocations, not the machine's load)."""
+    roots = tmp_path / "one", tmp_path / "two"
+    for root, stamp in zip(roots, (b"2026-12-01T10:00:00", b"2026-12-01T11:30:00"), strict=True):
+        root.mkdir()
+        with (root / "bench").open("wb") as f:
+            f.write(b"\x7fELF built " + stamp)
+            f.truncate(2 * MAX_DIFF_BYTES)  # sparse: no disk, zeros when read
+    a, b = (Artifacts(r.name, (("bench", r.name),)) for r in roots)
+    tracemalloc.start()
+    try:
+        assert diagnose(*roots, a, b) == ()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    # within the bound the same pair is diagnosed, read once each
+    for root in roots:
+        with (root / "bench").open("r+b") as f:
+            f.truncate(4096)
+    assert diagnose(*roots, a, b) == (ArtifactTrap.TIMESTAMP,)

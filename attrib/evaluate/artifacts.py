@@ -14,7 +14,9 @@ Pure parts (`digest_files`, `explain_difference`) take digests, bytes and paths;
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -103,7 +105,9 @@ def explain_difference(a: bytes, b: bytes, path_a: str = "", path_b: str = "") -
 
 
 def diagnose(root_a: Path, root_b: Path, a: Artifacts, b: Artifacts) -> tuple[ArtifactTrap, ...]:
-    """For two checkouts whose artifacts differ: the traps that explain all of it, or ()."""
+    """For two checkouts whose artifacts differ: the traps that explain all of it, or (). A pair
+    is read only when both files are regular and within MAX_DIFF_BYTES by their sizes (`_small`),
+    and never past it: a pair of large artifacts costs two stats, not their bytes."""
     ha, hb = dict(a.files), dict(b.files)
     if set(ha) != set(hb):
         return ()
@@ -111,12 +115,31 @@ def diagnose(root_a: Path, root_b: Path, a: Artifacts, b: Artifacts) -> tuple[Ar
     for name in ha:
         if ha[name] == hb[name]:
             continue
+        pair = (root_a / name, root_b / name)
         try:
-            da, db = (root_a / name).read_bytes(), (root_b / name).read_bytes()
+            if not all(_small(p) for p in pair):  # both sizes known before either is read
+                return ()
+            da, db = (_read_bounded(p) for p in pair)
         except OSError:
+            return ()
+        if da is None or db is None:
             return ()
         found = explain_difference(da, db, str(root_a), str(root_b))
         if not found:
             return ()
         traps.update(found)
     return tuple(sorted(traps))
+
+
+def _small(path: Path) -> bool:
+    """Whether `path` is a regular file of at most MAX_DIFF_BYTES, by its stat."""
+    st = os.stat(path)
+    return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_DIFF_BYTES
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """`path`'s bytes, read no further than one byte past MAX_DIFF_BYTES; None when it has more
+    (it grew since its stat)."""
+    with path.open("rb") as f:
+        data = f.read(MAX_DIFF_BYTES + 1)
+    return data if len(data) <= MAX_DIFF_BYTES else None
