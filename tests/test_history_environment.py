@@ -115,6 +115,14 @@ def test_a_toolkit_upgrade_is_one_environment_issue_and_the_code_change_one_job(
         # the same nights again add nothing, file nothing and queue nothing
         status, again = _post(d, {"files": [{"name": "nightly.csv", "content": _csv(line)}]})
         assert again["environment"] == [] and again["flags"] == [] and len(_jobs(d)) == 1
+        # another machine's nights, the same upgrade: the open issue gets a comment naming them
+        h200 = _csv(line, seed=4).replace(",H100,", ",H200,")
+        status, other = _post(d, {"files": [{"name": "h200.csv", "content": h200}]})
+        assert status == 200 and [e["series"] for e in other["environment"]] == [24]
+        assert other["environment"][0]["issue"] == f"issue commented: {report}#comment-1"
+        text = report.read_text()
+        assert "attrib saw this environment change move 24 more series" in text and "| k23 [gpu=H200] |" in text
+        assert len(list((d.settings.state / "filed" / "nightly").glob("*/report.md"))) == 1
 
 
 def test_an_environment_change_with_commits_between_is_bisected_and_named(tmp_path: Path, tree):
