@@ -161,8 +161,9 @@ def test_environment_arrives_by_every_door_and_is_checked_like_other_text(tmp_pa
         assert status == 200, answer
         status, answer = _post(d, {"files": [{"name": "b.csv", "content": csv}], "environment": {"driver": "bad\x1b[31m"}})
         assert status == 400 and answer["errors"] == ["b.csv: row 1: field 'env.driver': character 4 is the control character U+001B; expected printable text"]
-        status, answer = _post(d, {"files": [{"name": "c.csv", "content": csv}], "environment": ["driver=1"]})
-        assert status == 400 and answer["field"] == "environment"
+        for bad in (["driver=1"], {"driver": 560}, {f"k{i}": "v" for i in range(33)}):
+            status, answer = _post(d, {"files": [{"name": "c.csv", "content": csv}], "environment": bad})
+            assert status == 400 and answer["field"] == "environment", answer
         (p,) = HistoryStore(d.settings.db_path).points(HistoryStore(d.settings.db_path).series("demo")[0].id)
         assert p.environment == {"driver": "560.35"}
 

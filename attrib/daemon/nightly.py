@@ -42,7 +42,7 @@ from attrib.gitrepo import is_git_url
 from attrib.history.detection import Finding, detect_series, finding_json
 from attrib.history.environment import EnvGroup, EnvShift, attribute, attribute_all, env_groups, issue_body
 from attrib.history.flagging import DAY_S, Covered, Decision, Span, decide, groups, union
-from attrib.history.ingest import InputFormat, Options, SourceFile, ingest
+from attrib.history.ingest import MAX_CONFIG_KEYS, InputFormat, Options, SourceFile, ingest
 from attrib.history.order import GitLine, ordered
 from attrib.history.projects import MapRule, ProjectConfig
 from attrib.history.settings import parse_pairs
@@ -100,8 +100,8 @@ def parse_envelope(body: bytes) -> tuple[str, list[SourceFile], Options]:
     except InputError as exc:
         raise FlagError("config", str(exc)) from None
     env = data.get("environment") or {}
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise FlagError("environment", 'expected an object of strings, {"compiler": "nvcc 12.6.85"}')
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()) or len(env) > MAX_CONFIG_KEYS:
+        raise FlagError("environment", f'expected an object of at most {MAX_CONFIG_KEYS} strings, {{"compiler": "nvcc 12.6.85"}}')
     return project, sources, Options(fmt, data.get("commit"), pairs, at, env)
 
 
