@@ -38,6 +38,8 @@ def test_gbench_and_nvbench_rows_with_the_commit_given(tmp_path: Path, line: Git
     assert {s.benchmark for s in series} == {m.benchmark for m in measured_g + measured_n}
     nv = next(s for s in series if s.benchmark == measured_n[0].benchmark and s.config == {"machine": "ci", **measured_n[0].state})
     assert [p.commit for p in store.points(nv.id)] == [head] and nv.unit == measured_n[0].unit
+    # NVBench's own version is the environment it states (issue 41); the device is not
+    assert store.points(nv.id)[0].environment == {"nvbench": measured_n[0].context["nvbench_version"]}
     assert ingest(store, "p", files, Options(commit="HEAD", config={"machine": "ci"}), line.resolve)[0].duplicate
 
 
