@@ -192,9 +192,12 @@ def test_benchmarks_are_selected_by_name_glob_or_every_one(tmp_path):
 def test_a_members_label_selects_it_with_its_configuration(tmp_path):
     """`name[key=value,...]`, as results label a member: the same benchmark under two
     configurations is two members; the label is what selects it again; a pair its table pins
-    to another value is one line."""
+    to another value is one line, and so is a pair the recipe does not declare (issue 40: any
+    key was taken, so 1,000 made-up labels were 1,000 members): its machine classes and its
+    tables' own pairs are the configurations a label may name."""
     path = tmp_path / "r.toml"
-    path.write_text(RECIPE.replace('command = ["./other"]', 'command = ["./other"]\nconfig = { gpu = "H100" }'))
+    classes = '[slurm]\n[slurm.classes."gpu=H200"]\npartition = "h200"\n[slurm.classes."mem=hbm3"]\nconstraint = "hbm3"\n'
+    path.write_text(RECIPE.replace('command = ["./other"]', 'command = ["./other"]\nconfig = { gpu = "H100" }') + classes)
     recipe = load_recipe(path)
     chosen = recipe.select(["other", "gemm_a[gpu=H100]", "gemm_a[gpu=H200,mem=hbm3]", "gemm_a[gpu=H100]"])
     assert [(b.name, b.config) for b in chosen] == [
@@ -208,6 +211,10 @@ def test_a_members_label_selects_it_with_its_configuration(tmp_path):
     with pytest.raises(ConfigError) as err:
         recipe.select(["other[gpu=H200]"])
     assert "'other[gpu=H200]': benchmark 'other' has gpu=H100" in str(err.value) and "\n" not in str(err.value)
+    for label in ("gemm_a[gpu=H300]", "gemm_a[k=1]", "gemm_a[gpu=H100,k=7]"):
+        with pytest.raises(ConfigError) as err:
+            recipe.select([label])
+        assert f"'{label}'" in str(err.value) and "is not a configuration the recipe declares (have: gpu=H100, gpu=H200, mem=hbm3)" in str(err.value)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

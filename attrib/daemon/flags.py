@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attrib.daemon.grouping import MAX_GROUP_MEMBERS
 from attrib.daemon.scan import flag_block, json_depth
 from attrib.daemon.store import NewJob
 from attrib.errors import FlagError, InputError, RepoError, TargetError
@@ -135,6 +136,8 @@ def prepare_group(flag: dict[str, Any], ctx: FlagContext) -> tuple[NewJob, tuple
         members = _members(recipe, bench_name, names)
     except InputError as exc:
         raise FlagError("benchmark" if names is None else "benchmarks", str(exc)) from None
+    if len(members) > MAX_GROUP_MEMBERS:
+        raise FlagError("benchmarks", f"selects {len(members)} benchmarks of {recipe_text}; a group job holds at most {MAX_GROUP_MEMBERS}: flag fewer")
     repo_path = _local_repo(repo_text, ctx)
     try:
         repo = GitRepo(repo_path)

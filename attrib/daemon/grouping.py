@@ -2,6 +2,12 @@
 overlapping range may join, and the two writes that make it join, inside the caller's
 transaction (store.submit_within). Whether two ranges overlap is the caller's to say: the
 nightly history knows the first-parent positions, a CI flag asks git (`overlaps`).
+
+Issue 40: a flag joins only a job of its own filing target (`file_issue`: a change point of one
+project was filed to another's tracker); a job holds at most MAX_GROUP_MEMBERS benchmarks (a
+flag that would take it past joins none, and one selecting more is refused: flags.py); and a
+flag whose benchmarks an active job (queued or running) already bisects over the same range is
+a duplicate of that job (`covering`), not a second job.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 
 from attrib.core.model import JobState
 from attrib.daemon.schema import (
+    ACTIVE_STATES,
     FLAGS,
     JOB_COLUMNS,
     JOB_MEMBERS,
@@ -25,8 +32,14 @@ from attrib.daemon.schema import (
     NewJob,
     Transition,
 )
+from attrib.errors import FlagError
 from attrib.gitrepo import GitRepo
 from attrib.sqlite import SqliteStore
+
+# Benchmarks of one group job. Each member is measured at every commit the search tests: a
+# 500-member group was still in its preflight after 4,750 runs (issue 40). A recipe's suite of
+# kernels is tens to a couple of hundred; more is a flag to split.
+MAX_GROUP_MEMBERS = 256
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,7 @@ class GroupQueries(SqliteStore):
         union); None, and nothing stored, when none is queued any more."""
         now = time.time()
         with self._errors("join a group"), self._write() as c:
-            target = join_queued(c, join, now)
+            target = join_queued(c, join, now, members or (job.benchmark,))
             if target is None:
                 return None
             add_members(c, target, members or (job.benchmark,))
@@ -70,31 +83,47 @@ class GroupQueries(SqliteStore):
             out.setdefault(r[0], []).append(r[1])
         return out
 
-    def open_groups(self, repo_path: str, recipe: str, now: float | None = None) -> list[Job]:
-        """Queued jobs of `repo_path` and `recipe` a flag of an overlapping range may still join."""
+    def open_groups(self, repo_path: str, recipe: str, file_issue: str | None, states: Sequence[JobState] = (JobState.QUEUED,)) -> list[Job]:
+        """Jobs of `repo_path`, `recipe` and filing target `file_issue` in `states` (queued: those
+        a flag of an overlapping range may still join), oldest first."""
         with self._errors("list queued jobs"):
             rows = self._conn().execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE state = ? AND repo_path = ? AND recipe = ? ORDER BY created, rowid",
-                (JobState.QUEUED, repo_path, recipe),
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({', '.join('?' * len(states))}) AND repo_path = ? AND recipe = ?"
+                " AND file_issue IS ? ORDER BY created, rowid",
+                (*states, repo_path, recipe, file_issue),
             ).fetchall()
         return [Job.from_row(r) for r in rows]
 
 
-def join_queued(c: sqlite3.Connection, join: Sequence[Join], now: float) -> str | None:
-    """The first job of `join` still queued, its range widened to the union; None if none is."""
+def join_queued(c: sqlite3.Connection, join: Sequence[Join], now: float, members: Sequence[str]) -> str | None:
+    """The first job of `join` still queued and with room for `members` (MAX_GROUP_MEMBERS), its
+    range widened to the union; None if none is."""
     for j in join:
+        if len(set(_have(c, j.job_id)) | set(members)) > MAX_GROUP_MEMBERS:
+            continue
         cur = c.execute("UPDATE jobs SET good = ?, bad = ?, updated = ? WHERE id = ? AND state = ?", (j.good, j.bad, now, j.job_id, JobState.QUEUED))
         if cur.rowcount == 1:
             return j.job_id
     return None
 
+
+def _have(c: sqlite3.Connection, job_id: str) -> list[str]:
+    """A job's benchmarks, in order (a job without member rows is its benchmark alone)."""
+    have = [r[0] for r in c.execute("SELECT benchmark FROM job_members WHERE job_id = ? ORDER BY position", (job_id,))]
+    if not have:
+        row = c.execute("SELECT benchmark FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        have = [row[0]] if row is not None else []
+    return have
+
 def add_members(c: sqlite3.Connection, job_id: str, members: Sequence[str]) -> None:
     """Benchmarks join a job: its own one first (a job without rows is its benchmark alone)."""
     if not members:
         return
-    have = [r[0] for r in c.execute("SELECT benchmark FROM job_members WHERE job_id = ? ORDER BY position", (job_id,))]
-    if not have:
-        have = [c.execute("SELECT benchmark FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]]
+    have = _have(c, job_id)
+    if len(set(have) | set(members)) > MAX_GROUP_MEMBERS:
+        # only a flag of the job's own range and lead benchmark gets here (the others join none)
+        raise FlagError("benchmarks", f"job {job_id} would become a group of {len(set(have) | set(members))} benchmarks; at most {MAX_GROUP_MEMBERS}")
+    if not c.execute("SELECT 1 FROM job_members WHERE job_id = ?", (job_id,)).fetchone():
         c.execute(JOB_MEMBERS.insert(), JOB_MEMBERS.values(JobMember(job_id, have[0], 0)))
     for name in members:
         if name not in have:
@@ -125,7 +154,7 @@ def joins(store: GroupQueries, job: NewJob, members: Sequence[str], window_s: fl
     if window_s <= 0:
         return []
     repo = GitRepo(Path(job.repo_path))
-    queued = store.open_groups(job.repo_path, job.recipe)
+    queued = store.open_groups(job.repo_path, job.recipe, job.file_issue)
     have = store.members([j.id for j in queued])
     out = []
     for j in queued:
@@ -134,3 +163,16 @@ def joins(store: GroupQueries, job: NewJob, members: Sequence[str], window_s: fl
         if now - j.created <= window_s and overlaps(repo, job.good, job.bad, j.good, j.bad):
             out.append(Join(j.id, *union(repo, job.good, job.bad, j.good, j.bad)))
     return out
+
+
+def covering(store: GroupQueries, job: NewJob, members: Sequence[str]) -> list[str]:
+    """Active jobs (queued or running) of `job`'s repository, recipe, filing target and range
+    that already bisect every one of its `members`, oldest first: a flag of them is a duplicate
+    of the first still active, not a second job (as a flag of a job's own range and first
+    benchmark always was: NewJob.dedup_key). Another range, even one inside the job's, is
+    another question and stays a job of its own."""
+    active = store.open_groups(job.repo_path, job.recipe, job.file_issue, ACTIVE_STATES)
+    same = [j for j in active if (j.good, j.bad) == (job.good, job.bad)]
+    have = store.members([j.id for j in same])
+    wanted = set(members or (job.benchmark,))
+    return [j.id for j in same if wanted <= set(have.get(j.id, [j.benchmark]))]

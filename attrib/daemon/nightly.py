@@ -298,7 +298,7 @@ class Nightly:
         on the line overlaps or touches `span`: the group may join the first still queued."""
         pos = {sha: i for i, sha in enumerate(commits)}
         out = []
-        for j in self.store.open_groups(job.repo_path, job.recipe):
+        for j in self.store.open_groups(job.repo_path, job.recipe, job.file_issue):
             if now - j.created > self.settings.group_window_s or j.good not in pos or j.bad not in pos:
                 continue
             theirs = Span(pos[j.good], pos[j.bad])

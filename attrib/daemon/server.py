@@ -42,7 +42,7 @@ from attrib.daemon.config import Settings, github_token
 from attrib.daemon.connections import guarded_h11
 from attrib.daemon.flags import FlagContext, WorkflowRun, parse_body, prepare_group
 from attrib.daemon.github_artifacts import ARTIFACT_NAME, DEADLINE_GRACE_S, FETCH_DEADLINE_S, fetch_flag
-from attrib.daemon.grouping import joins
+from attrib.daemon.grouping import covering, joins
 from attrib.daemon.headers import SecurityHeaders
 from attrib.daemon.owner import StateOwner
 from attrib.daemon.senders import Sender, check_sender, github_event, gitlab_event
@@ -143,8 +143,8 @@ def _api(store: Store, settings: Settings) -> FastAPI:
         if sender is not None:
             check_sender(sender, flag, settings.webhooks)
         job, members = prepare_group(flag, ctx)
-        join = joins(store, job, members, settings.group_window_s, time.time())
-        return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires, members, join)
+        join, covered = joins(store, job, members, settings.group_window_s, time.time()), covering(store, job, members)
+        return store.submit(job, route, body.decode("utf-8", "replace"), verified.keys, verified.expires, members, join, covered)
 
     def _accepted(acc: Accepted) -> JSONResponse:
         return JSONResponse(acc.answer(), status_code=202, headers={"X-Attrib-Replay": "1"} if acc.replay else None)

@@ -105,7 +105,7 @@ class Store(GroupQueries, SampleRecords):
 
     def submit(
         self, job: NewJob, route: str, body: str, replay_keys: Sequence[str] = (), replay_expires: float | None = None,
-        members: Sequence[str] = (), join: Sequence[Join] = (),
+        members: Sequence[str] = (), join: Sequence[Join] = (), covered: Sequence[str] = (),
     ) -> Accepted:
         """Queue `job`, or merge it into the active job with the same key. Every accepted flag
         is stored; a full queue refuses new work (QueueFull) and stores nothing. `replay_keys`
@@ -114,19 +114,22 @@ class Store(GroupQueries, SampleRecords):
         are stored with the flag, in the same transaction, until `replay_expires` (None: as
         long as the flag)."""
         with self._errors("accept a flag"), self._write() as c:
-            return self.submit_within(c, job, route, body, replay_keys, replay_expires, members, join)
+            return self.submit_within(c, job, route, body, replay_keys, replay_expires, members, join, covered=covered)
 
     def submit_within(
         self, c: sqlite3.Connection, job: NewJob, route: str, body: str,
         replay_keys: Sequence[str] = (), replay_expires: float | None = None,
         members: Sequence[str] = (), join: Sequence[Join] = (), hold_until: float | None = None,
+        covered: Sequence[str] = (),
     ) -> Accepted:  # fmt: skip
         """submit() inside a write transaction the caller holds on this database: the nightly
         history claims a change point and queues its job in one transaction (issue 33).
         Groups (issue 29): `members`, the benchmarks of a flag naming several (the first is
         `job.benchmark`); `join`, queued jobs of overlapping ranges it may join (the first still
         queued takes it, its range widened to cover both); `hold_until`, a new job's grouping
-        window (no worker claims it before)."""
+        window (no worker claims it before); `covered`, active jobs that already bisect every
+        benchmark of the flag over a range covering its own (grouping.covering): the first still
+        active takes it as a duplicate."""
         now = time.time()
         flag_id = uuid.uuid4().hex[:16]
         c.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
@@ -134,7 +137,10 @@ class Store(GroupQueries, SampleRecords):
         if earlier is not None:
             return earlier
         row = c.execute(f"SELECT id, state FROM jobs WHERE dedup_key = ? AND state IN {ACTIVE_SQL}", (job.dedup_key,)).fetchone()
-        target = join_queued(c, join, now) if row is None else None
+        if row is None and covered:
+            marks = ", ".join("?" * len(covered))
+            row = c.execute(f"SELECT id, state FROM jobs WHERE id IN ({marks}) AND state IN {ACTIVE_SQL} ORDER BY created, rowid", tuple(covered)).fetchone()
+        target = join_queued(c, join, now, members or (job.benchmark,)) if row is None else None
         if row is not None:
             job_id, dup = row["id"], row["id"]
             if row["state"] == JobState.QUEUED:  # not started: a benchmark it lacks joins it

@@ -307,14 +307,28 @@ class Recipe:
 
     def _configured(self, bench: BenchmarkSpec, pairs: tuple[tuple[str, str], ...]) -> BenchmarkSpec:
         """`bench` with `pairs` added to its table's configuration; a key its table sets to
-        another value is one ConfigError (the table pins it)."""
+        another value is one ConfigError (the table pins it), and so is a pair the recipe does
+        not declare (`declared_pairs`): a label is a configuration the recipe knows, not any
+        text (issue 40: 1,000 made-up labels were 1,000 members)."""
         own = dict(bench.config)
+        declared = self.declared_pairs()
         for key, value in pairs:
             if own.get(key, value) != value:
                 raise ConfigError(
                     self.path, "benchmark", f"'{member_label(bench.name, pairs)}': benchmark '{bench.name}' has {key}={own[key]}"
                 )
+            if own.get(key) != value and f"{key}={value}" not in declared:
+                known = ", ".join(sorted(declared)) or "none"
+                raise ConfigError(
+                    self.path, "benchmark", f"'{member_label(bench.name, pairs)}': {key}={value} is not a configuration the recipe declares (have: {known})"
+                )
         return replace(bench, config=tuple(sorted({**own, **dict(pairs)}.items())))
+
+    def declared_pairs(self) -> frozenset[str]:
+        """The configuration pairs ("gpu=H100") a member's label may add: the recipe's machine
+        classes ([slurm.classes]) and the pairs its benchmarks' own config tables set."""
+        classes = {c.label for c in self.slurm.classes} if self.slurm else set()
+        return frozenset(classes | {f"{k}={v}" for b in self.benchmarks for k, v in b.config})
 
     def label(self, bench: BenchmarkSpec) -> str:
         """What selects `bench` again (`select`): its name, with the configuration pairs its
