@@ -25,10 +25,15 @@ from pathlib import Path
 import pytest
 from fake_github_actions import REPO, TOKEN, WORKFLOW, serving, tar_gz, zip_of
 
-from attrib.evaluate import unpacking
+from attrib.core.model import BuildHow
+from attrib.evaluate import prebuilt_github, unpacking
+from attrib.evaluate.builds import CheckoutBuilder
+from attrib.evaluate.executors.local import LocalExecutor
 from attrib.evaluate.prebuilt import PrebuiltArchives, Unpacked, Unusable
 from attrib.evaluate.prebuilt_github import GithubArtifacts
-from attrib.recipe import PrebuiltGithub
+from attrib.gitrepo import GitRepo, Mirror
+from attrib.recipe import BuildSpec, PrebuiltGithub
+from attrib.workdir import WorkDir
 
 SHA = "ab" * 20
 TOKEN_ENV = "ATTRIB_TEST_UNPACKING_TOKEN"
@@ -362,6 +367,26 @@ def test_zip_members_are_held_to_the_same_rules(files, modes, phrase, monkeypatc
     _untouched(place)
 
 
+def test_a_zip_of_too_many_members_is_refused_by_its_end_record_before_zipfile_reads_them(monkeypatch, tmp_path):
+    """zipfile makes an object of every central directory entry before anyone can count them (a
+    million empty members: 585 MiB); the end record's count and directory size are read first.
+    An end record that lies about the count is caught by the directory's size."""
+    monkeypatch.setattr(unpacking, "MAX_MEMBERS", 100)
+    zipped = tmp_path / "a.zip"
+    zipped.write_bytes(_zip({f"e{i:07d}": b"" for i in range(1000)}))
+    opened: list[object] = []
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", lambda self, *a, **k: opened.append(a))
+    with pytest.raises(ValueError, match=r"^more than 100 members \(1000\)$"):
+        prebuilt_github.unpack_zip(zipped, tmp_path)
+    lying = bytearray(zipped.read_bytes())
+    end = lying.rfind(b"PK\x05\x06")
+    lying[end + 8 : end + 12] = b"\x01\x00\x01\x00"  # one member, it says
+    zipped.write_bytes(lying)
+    with pytest.raises(ValueError, match=r"^a central directory of 5\d{4} bytes, more than 100 members take$"):
+        prebuilt_github.unpack_zip(zipped, tmp_path)
+    assert opened == []
+
+
 def _listing(root: Path) -> dict[str, tuple[bytes | None, int]]:
     return {
         str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes(), stat.S_IMODE(p.stat().st_mode) & 0o111)
@@ -401,3 +426,30 @@ def test_what_real_tools_make_unpacks_whole(how, tmp_path):
             (src / "empty").rmdir()  # git keeps no empty directory
     unpacking.unpack_tar(archive, into)
     assert _listing(into) == _listing(src)
+
+
+def test_a_commit_whose_tree_links_out_is_built_and_nothing_lands_outside(tmp_path, place):
+    """End to end: a real commit whose tree holds `lib -> <outside>`, checked out by the real
+    builder; its prebuilt archive has lib/libbench.so. The copy is refused in one line, the
+    commit is built here instead (a prebuilt that cannot be used never ends a bisection)."""
+    _, _, outside = place
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "Makefile").write_text("bench:\n\tprintf 'built here' > bench\n")
+    (repo / "lib").symlink_to(outside)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    git = GitRepo(repo)
+    commit = git.info(git.resolve("HEAD"))
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / f"{commit.sha}.tar.gz").write_bytes(tar_gz({"bench": BINARY, "lib/libbench.so": b"a library"}))
+    work = WorkDir((tmp_path / "work").resolve())
+    build = BuildSpec(commands=("make bench",), artifacts=("bench",), prebuilt=f"{store}/{{sha}}.tar.gz")
+    rec = CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo)), LocalExecutor(), build).build(commit)
+    assert rec.ok and rec.how is BuildHow.CLEAN, rec
+    assert rec.note.startswith(
+        f"prebuilt {store}/{commit.sha}.tar.gz: not copied into the checkout ('lib' in the checkout is a symbolic link"
+    )
+    assert (Path(rec.checkout) / "bench").read_bytes() == b"built here"
+    assert sorted(p.name for p in outside.iterdir()) == ["flag"]

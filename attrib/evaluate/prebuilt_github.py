@@ -47,7 +47,15 @@ from attrib.evaluate.prebuilt import (
     spread,
     unpack_tar,
 )
-from attrib.evaluate.unpacking import MAX_MEMBERS, MAX_UNPACKED_BYTES, Tree, chunks_of, file_mode, safe_parts
+from attrib.evaluate.unpacking import (
+    MAX_MEMBERS,
+    MAX_UNPACKED_BYTES,
+    Tree,
+    check_zip_directory,
+    chunks_of,
+    file_mode,
+    safe_parts,
+)
 from attrib.github_actions import NEED, Actions, Artifact, headers
 from attrib.http import HttpClient, Sleep
 from attrib.recipe import PrebuiltGithub
@@ -168,6 +176,7 @@ def unpack_zip(zipped: Path, into: Path) -> None:
     another special file, an encrypted member, more than MAX_MEMBERS members or more than
     MAX_UNPACKED_BYTES. A zip of one tar: that tar is copied out beside `zipped` (removed
     afterwards) and unpacked from there."""
+    check_zip_directory(zipped)
     with zipfile.ZipFile(zipped) as zf:
         members = zf.infolist()
         if len(members) > MAX_MEMBERS:

@@ -31,6 +31,7 @@ import lzma
 import os
 import re
 import stat
+import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ MAX_UNPACKED_BYTES = 8 << 30  # what its files may add up to once unpacked (a bo
 MAX_HEADER_BYTES = 64 << 10  # one pax or GNU long-name extension header
 MAX_NAME_BYTES = 4096  # a member's name, its directories included (Linux's PATH_MAX)
 MAX_EXTENSIONS = 3  # extension headers in a row before one member (GNU: long name, long link)
+ZIP_ENTRY_BYTES = 160  # a zip's central directory per member allowed (46 fixed, name, extras)
 COPY_CHUNK = 1 << 20
 BLOCK = 512
 
@@ -391,3 +393,25 @@ def chunks_of(f: Readable, limit: int | None = None, refusal: str = "") -> Itera
         if limit is not None and size > limit:
             raise ValueError(refusal)
         yield chunk
+
+
+def check_zip_directory(zipped: Path) -> None:
+    """A ValueError when the zip's end record says it has more than MAX_MEMBERS members, or a
+    central directory longer than ZIP_ENTRY_BYTES each for them: zipfile reads all of it into
+    objects before anyone can count them (a million empty members: 585 MiB). The record is found
+    as zipfile finds it (the last signature in the file's last 64 KiB); one not found is left to
+    zipfile to refuse."""
+    with zipped.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - (22 + 0xFFFF)))
+        tail = f.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        return
+    entries, size = struct.unpack("<10xHL6x", tail[at : at + 22])
+    if at >= 76 and tail[at - 20 : at - 16] == b"PK\x06\x07" and tail[at - 76 : at - 72] == b"PK\x06\x06":
+        entries, size = struct.unpack("<32xQQ8x", tail[at - 76 : at - 20])  # zip64's end record
+    if entries > MAX_MEMBERS:
+        raise ValueError(f"more than {MAX_MEMBERS} members ({entries})")
+    if size > MAX_MEMBERS * ZIP_ENTRY_BYTES:
+        raise ValueError(f"a central directory of {size} bytes, more than {MAX_MEMBERS} members take")
