@@ -50,12 +50,13 @@ class Recorded:
 
     def readings(self) -> DeviceReading:
         r = self.dev.readings()
-        self.log.append(("nvml", {"reasons": r.reasons, "pids": list(r.others or ())}))
+        # the fixtures list the processes as NVML does, this one among them (own_pid)
+        self.log.append(("nvml", {"reasons": r.reasons, "pids": [os.getpid(), *(r.others or ())]}))
         return r
 
     def episode(self) -> dict[str, Any]:
         """The reads as tests/fixtures/gpu_readings/ keeps them: per block, clock and NVML before
-        and after (pids are the others': the worker's own is left out)."""
+        and after."""
         clocks = [v for k, v in self.log if k == "clock"]
         nvml = [v for k, v in self.log if k == "nvml"]
         blocks = [{"clock_mhz": clocks[i:i + 2], "nvml": nvml[i:i + 2]} for i in range(0, min(len(clocks), len(nvml)) - 1, 2)]
