@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from attrib.core.model import DecisionRule, Note, NoteKind, RollRelation, SearchMethod, Status, Step, Verdict
 from attrib.core.stats import TestConfig
-from attrib.evaluate.evaluation import Stage
+from attrib.evaluate.evaluation import Settings, Stage
 from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.twins import Builder
@@ -56,7 +56,7 @@ from attrib.segment.posterior_search import PosteriorSearch
 from attrib.segment.preflight import Preflight, preflight
 from attrib.segment.remaining import RemainingChange
 from attrib.segment.revert_check import revert_check
-from attrib.segment.scope import Evidence, Scope, SegmentSearch
+from attrib.segment.scope import Scope, SegmentSearch
 from attrib.segment.sequential_search import SequentialSearch
 
 
@@ -74,10 +74,29 @@ def bisection(
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Bisection:
-    """A driver over a fresh evaluation stage of `repo` (simulated or local ones: the simulation,
-    the tests and benchmarks; job.py builds its own with the executor's round context)."""
-    stage = Stage(method, runner, bench, config, seed, events, probes, deadline=deadline, clock=clock)
-    return Bisection(repo, stage.over(repo, builder), bench, events, method=method, probes=probes)
+    """A driver of one benchmark over simulated or local edges (the simulation, the tests and
+    benchmarks), wired as every driver is (`wired`); job.py wires a group, of one or many."""
+    settings = Settings(config, seed, method, probes, deadline, clock)
+    return wired(repo, Stage(runner, bench, settings, events), builder)
+
+
+def wired(
+    repo: CommitGraph,
+    stage: Stage,
+    builder: Builder,
+    *,
+    reverter: Reverter | None = None,
+    dependencies: Dependencies | None = None,
+) -> Bisection:
+    """The one place a driver is wired: its evaluation of `repo` over `builder` (the stage's),
+    the scope its searches share, its segment search (the settings' method), and the settings
+    record; a group's members (group_bisection.py) and a descent into a roll are wired here too."""
+    s = stage.settings
+    scope = Scope(stage.over(repo, builder), stage.bench, stage.events or NullEvents(), max(1, s.probes), s.prebuilt)
+    search: SegmentSearch = (
+        PosteriorSearch(scope, scope.config.ignore) if s.method is SearchMethod.POSTERIOR else SequentialSearch(scope)
+    )
+    return Bisection(repo, scope, search, stage, reverter=reverter, dependencies=dependencies)
 
 
 def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
@@ -86,42 +105,34 @@ def touches(files: Sequence[str], paths: Sequence[str]) -> bool:
 
 
 class Bisection:
-    """The driver of one bisection over the evaluation stage it is handed (`evidence`)."""
+    """The driver of one bisection, handed what it uses: the scope over its evaluation stage
+    (`scope.evidence`), its segment search, and the stage it was wired from (`wired`), whose
+    settings it reads and over which a descent into a roll evaluates the dependency."""
 
     def __init__(
         self,
         repo: CommitGraph,
-        evidence: Evidence,
-        bench: BenchmarkSpec,
-        events: Events | None = None,
+        scope: Scope,
+        segments: SegmentSearch,
+        stage: Stage,
         *,
-        method: SearchMethod = SearchMethod.POSTERIOR,
-        probes: int = 1,
         reverter: Reverter | None = None,
-        paths: Sequence[str] = (),
         dependencies: Dependencies | None = None,
-        inside: Callable[[CommitGraph, Builder], Evidence] | None = None,
-        prebuilt: frozenset[str] = frozenset(),
     ) -> None:
         self.repo = repo
-        self.evidence = evidence
+        self.scope = scope
+        self.evidence = scope.evidence
+        self.segments = segments
+        self.stage = stage
+        self.method = stage.settings.method
+        self.paths = stage.settings.paths
         self.dependencies = dependencies
-        # the evaluation a descent into a roll bisects the dependency over (the same stage)
-        self.inside = inside
-        self.method = method
         self.reverter = reverter
-        self.paths = tuple(paths)
-        # [build] prebuilt: the commits of the range whose binary CI published, cheaper to have
-        self.scope = Scope(evidence, bench, events or NullEvents(), max(1, probes), prebuilt)
-        self.segments: SegmentSearch = (
-            PosteriorSearch(self.scope, self.scope.config.ignore) if method is SearchMethod.POSTERIOR else SequentialSearch(self.scope)
-        )
-        self.given: Found | None = None  # the first search's answer, when a group search gave it (begin_with)
         self.smaller: list[SmallerStep] = []
         self.untouched: list[str] = []
         self.order: list[str] = []
         self.unresolved: list[Unresolved] = []
-        self.remaining = RemainingChange(self.scope, method is SearchMethod.POSTERIOR)
+        self.remaining = RemainingChange(self.scope, self.method is SearchMethod.POSTERIOR)
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> Outcome:
         return self.finish(good, bad, self.start(good, bad), verify_revert)
@@ -135,12 +146,15 @@ class Bisection:
             self.unresolved.append(pre.unresolved)
         return pre
 
-    def finish(self, good: str, bad: str, pre: Preflight, verify_revert: bool = False) -> Outcome:
-        """Steps 2-5 after the preflight `pre`, and the outcome."""
+    def finish(
+        self, good: str, bad: str, pre: Preflight, verify_revert: bool = False, first: Found | None = None
+    ) -> Outcome:
+        """Steps 2-5 after the preflight `pre`, and the outcome. `first`: the answer of the first
+        segment search of the range, when a group's search gave it (group_bisection.py)."""
         if pre.status is not None:
             return self._outcome(pre.status, good, bad, [], pre.comparison)
         self.remaining.start(pre.comparison)
-        culprits = self.find_culprits(self.order[1:], good, pre.comparison)
+        culprits = self.find_culprits(self.order[1:], good, pre.comparison, first)
         if verify_revert:
             culprits = [replace(c, revert=revert_check(self.scope, self.reverter, c.commit, bad)) for c in culprits]
         for c in culprits:
@@ -158,22 +172,20 @@ class Bisection:
         self.untouched.extend(c for c in chain if c not in keep and c not in self.untouched)
         return keep
 
-    def begin_with(self, found: Found) -> None:
-        """The first segment search of the whole range answers `found` (a group search's
-        finding for this member, group_bisection.py); every later search is this driver's own.
-        Given, it stands even when the budget is spent: a range the group search proved
-        (OutOfTime) is this member's own, not the whole range."""
-        self.given = found
-
-    def find_culprits(self, chain: list[str], reference: str, known_bad: Comparison | None) -> list[Culprit]:
+    def find_culprits(
+        self, chain: list[str], reference: str, known_bad: Comparison | None, first: Found | None = None
+    ) -> list[Culprit]:
         """Culprits along `chain` (oldest first) relative to `reference`, one after another.
-        Smaller steps found on the way go to self.smaller and the search goes on after them."""
+        Smaller steps found on the way go to self.smaller and the search goes on after them.
+        `first`: the first segment search's answer, given (a group's search found it for this
+        member); it stands even when the budget is spent: a range the group's search proved
+        (OutOfTime) is this member's own, not the whole range."""
         culprits: list[Culprit] = []
         chain = self.candidates(chain)
         if not chain:
             self.scope.note(Note(NoteKind.NO_COMMIT_TOUCHES, (reference,), paths=self.paths))
         while chain:
-            if self.evidence.out_of_time and self.given is None:
+            if self.evidence.out_of_time and first is None:
                 self._budget_spent(chain, reference, OutOfTime(0, len(chain)))
                 break
             if known_bad is None and self.remaining.nothing_left():
@@ -185,8 +197,8 @@ class Bisection:
                 if test.verdict is Verdict.INCONCLUSIVE:
                     self.scope.note(self.remaining.undecided(end, reference, test))
                 break
-            found = self.given if self.given is not None else self.segments.search(chain, reference)
-            self.given = None
+            found = first if first is not None else self.segments.search(chain, reference)
+            first = None
             if isinstance(found, OutOfTime):  # the budget ran out inside the segment
                 self._budget_spent(chain, reference, found)
                 break
@@ -243,7 +255,7 @@ class Bisection:
         dependency (a Bisection of its own over the dependency's graph and a builder of the
         superproject at the roll's parent with the dependency at each candidate); a roll that
         cannot be searched is kept with why."""
-        if self.dependencies is None or self.inside is None or found.ambiguous_with:
+        if self.dependencies is None or found.ambiguous_with:
             return found
         rolls = []
         for src in self.dependencies.rolls(found.commit):
@@ -251,10 +263,9 @@ class Bisection:
                 rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why))
                 continue
             self.scope.phase(Step.ROLL, (found.commit, src.old, src.new), len(src.graph.first_parent_chain(src.old, src.new)))
-            inside = Bisection(
-                src.graph, self.inside(src.graph, src.builder), self.scope.bench, self.scope.events, method=self.method,
-                probes=self.scope.probes, dependencies=src.inner, inside=self.inside,
-            )  # fmt: skip
+            # the dependency's range alone: the superproject's paths and prebuilt binaries are not its
+            stage = replace(self.stage, settings=replace(self.stage.settings, paths=(), prebuilt=frozenset()))
+            inside = wired(src.graph, stage, src.builder, dependencies=src.inner)
             rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why, inside.run(src.old, src.new)))
         return replace(found, rolls=tuple(rolls)) if rolls else found
 

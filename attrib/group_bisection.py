@@ -19,22 +19,22 @@ rounds. A group of one is a `Bisection`, exactly as before.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import cast
 
-from attrib.bisection import Bisection
+from attrib.bisection import Bisection, wired
 from attrib.core.model import SearchMethod
-from attrib.core.stats import TestConfig
-from attrib.evaluate.evaluation import Stage
+from attrib.evaluate.evaluation import Settings, Stage
 from attrib.evaluate.runners import Runner
 from attrib.evaluate.shared import SharedBuilder, SharedRuns
 from attrib.evaluate.twins import Builder
 from attrib.events import Events
-from attrib.outcome import CommitGraph, Dependencies, GroupOutcome, Member, Reverter
+from attrib.outcome import CommitGraph, Dependencies, Found, GroupOutcome, Member, Reverter
 from attrib.recipe import BenchmarkSpec
 from attrib.segment.group_search import GroupSearch
+from attrib.segment.posterior_search import PosteriorSearch
 
 
 @dataclass(frozen=True)
@@ -58,54 +58,44 @@ class GroupBisection:
         repo: CommitGraph,
         builder: Builder,
         members: Mapping[Member, MemberRun],
-        config: TestConfig,
-        seed: int,
+        settings: Settings,
         events: Events | None = None,
         *,
         next_phase: Callable[[Collection[Member] | None], None] = lambda members: None,
-        probes: int = 1,
         reverter: Reverter | None = None,
-        paths: tuple[str, ...] = (),
-        deadline: float | None = None,
-        clock: Callable[[], float] | None = None,
-        method: SearchMethod = SearchMethod.POSTERIOR,
         dependencies: Dependencies | None = None,
-        prebuilt: frozenset[str] = frozenset(),
     ) -> None:
         """`next_phase`: called before each step taken for all members at once, with the members
-        the step measures when it knows (each shared process's SharedRuns.next_phase). `dependencies`: each member descends into a roll it
-        names (bisection.py). `prebuilt`: the commits whose binary CI published, cheaper to
-        have (bisection.py), for the group's search and each member's own."""
+        the step measures when it knows (each shared process's SharedRuns.next_phase).
+        `dependencies`: each member descends into a roll it names (bisection.py). Each member is
+        wired as a bisection of it alone is (bisection.wired), member i from seed + i."""
         self.repo = repo
-        self.method = method
-        self.deadline = deadline
+        self.settings = settings
         self._phase = next_phase
         shared = SharedBuilder(builder)
-        self.members: dict[Member, Bisection] = {}
-        for i, (m, run) in enumerate(members.items()):
-            stage = Stage(
-                method, run.runner, run.bench, config, seed + i, events, probes, run.round_context, deadline,
-                clock or time.monotonic,
+        self.members: dict[Member, Bisection] = {
+            m: wired(
+                repo, Stage(run.runner, run.bench, settings, events, run.round_context, i), shared,
+                reverter=reverter, dependencies=dependencies,
             )  # fmt: skip
-            self.members[m] = Bisection(
-                repo, stage.over(repo, shared), run.bench, events, method=method, probes=probes, reverter=reverter,
-                paths=paths, dependencies=dependencies, inside=stage.over, prebuilt=prebuilt,
-            )  # fmt: skip
+            for i, (m, run) in enumerate(members.items())
+        }
 
     def run(self, good: str, bad: str, verify_revert: bool = False) -> GroupOutcome:
         self._phase(None)
         pre = {m: b.start(good, bad) for m, b in self.members.items()}
         searched = [m for m, p in pre.items() if p.status is None]
-        if self.method is SearchMethod.POSTERIOR and len(searched) > 1:
-            first = next(iter(self.members.values()))
-            chain = first.candidates(list(first.order[1:]))
+        first: dict[Member, Found] = {}
+        if self.settings.method is SearchMethod.POSTERIOR and len(searched) > 1:
+            lead = next(iter(self.members.values()))
+            chain = lead.candidates(list(lead.order[1:]))
             if chain:
-                scopes = {m: self.members[m].scope for m in searched}
-                found = GroupSearch(scopes, self._phase, scouting=self.deadline is None).search(chain, good, searched)
-                for m, f in found.items():
-                    self.members[m].begin_with(f)
+                # each member's own posterior search (the one its driver searches with after)
+                searches = {m: cast(PosteriorSearch, self.members[m].segments) for m in searched}
+                scouting = self.settings.deadline is None
+                first = GroupSearch(searches, self._phase, scouting=scouting).search(chain, good, searched)
         outcomes = []
         for m, b in self.members.items():
             self._phase(None)
-            outcomes.append((m, b.finish(good, bad, pre[m], verify_revert)))
+            outcomes.append((m, b.finish(good, bad, pre[m], verify_revert, first.get(m))))
         return GroupOutcome(good, bad, tuple(outcomes))

@@ -11,13 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import assert_never, cast
 
-from attrib.bisection import Bisection
-from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, SearchMethod, VerifyMode
+from attrib.core.model import CommitInfo, Note, NoteKind, Purpose, VerifyMode
 from attrib.core.stats import TestConfig
 from attrib.errors import GpuUnavailable, InputError, RepoError, SlurmUnavailable
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.checkouts import Checkouts
-from attrib.evaluate.evaluation import Stage
+from attrib.evaluate.evaluation import Settings, Stage
 from attrib.evaluate.executors import Executor, ExecutorKind, check_executor, executor_kind, make_executor
 from attrib.evaluate.executors.slurm_plan import machine_class
 from attrib.evaluate.fingerprint import watched
@@ -30,7 +29,7 @@ from attrib.events import Events
 from attrib.fsutil import file_lock
 from attrib.gitrepo import GitRepo, Mirror, UrlRule, origin_of
 from attrib.group_bisection import GroupBisection, MemberRun
-from attrib.outcome import GroupOutcome, Member, Outcome, Reverter
+from attrib.outcome import Member, Outcome, Reverter
 from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind, load_recipe
 from attrib.result import BisectResult, CompareResult
 from attrib.result.gather import provenance
@@ -235,31 +234,18 @@ def run_bisect(
     with opened(p) as tools:
         events = watch = watched(tools.executor, p.recipe, events)
         wrap = wrap_runner or (lambda r: r)
-        dependencies = superproject(tools.builder, p.repo)
         prebuilt = tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad))
-        if len(p.benches) > 1:
-            members, next_phase = _members(p, tools, wrap)
-            group = GroupBisection(
-                p.repo, tools.builder, members, config, seed, events, next_phase=next_phase, probes=probes,
-                reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, deadline=deadline,
-                method=p.recipe.search_method, dependencies=dependencies,
-                prebuilt=prebuilt,
-            ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
-            checked = _cache_checks(tools.builder, [o for _, o in group.members], max(1, probes))
-            outcome: Outcome | GroupOutcome = replace(
-                group, members=tuple((m, o) for (m, _), o in zip(group.members, checked, strict=True))
-            )
-        else:
-            method = p.recipe.search_method
-            rounds = placed(tools.executor, p.recipe, p.bench).round
-            stage = Stage(method, wrap(tools.runner), p.bench, config, seed, events, probes, rounds, deadline)
-            driver = Bisection(
-                p.repo, stage.over(p.repo, tools.builder), p.bench, events, method=method, probes=probes,
-                reverter=_reverter(p, tools.mirror), paths=p.recipe.search_paths, dependencies=dependencies,
-                inside=stage.over, prebuilt=prebuilt,
-            )  # fmt: skip
-            single = driver.run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)
-            outcome = _cache_checks(tools.builder, [single], max(1, probes))[0]
+        settings = Settings(
+            config, seed, p.recipe.search_method, probes, deadline, paths=p.recipe.search_paths, prebuilt=prebuilt
+        )
+        # a single benchmark is a group of one: one wiring for one or many (group_bisection.py)
+        members, next_phase = _members(p, tools, wrap)
+        group = GroupBisection(
+            p.repo, tools.builder, members, settings, events, next_phase=next_phase,
+            reverter=_reverter(p, tools.mirror), dependencies=superproject(tools.builder, p.repo),
+        ).run(p.good, p.bad, verify_revert=mode is VerifyMode.REVERT)  # fmt: skip
+        checked = _cache_checks(tools.builder, [o for _, o in group.members], max(1, probes))
+        group = replace(group, members=tuple((m, o) for (m, _), o in zip(group.members, checked, strict=True)))
         executor_info = tools.executor.describe()
         fingerprint = watch.close()
     ctx = RunContext(
@@ -276,20 +262,22 @@ def run_bisect(
         verify=mode,
         executor_info=executor_info,
     )
-    if isinstance(outcome, GroupOutcome):  # the result of schema 4 (result/writer.py), every member in it
+    if len(group.members) > 1:  # the result of schema 4 (result/writer.py), every member in it
         # each member's kernels, inspected by a runner of its own (not the daemon's recording
         # wrapper); only the cupy runner inspects what it built
         benches = {b.name: b for b in p.benches}
         own = {
             m.benchmark: evidence_of(make_runner(benches[m.benchmark], tools.executor), _culprit_steps(o))
-            for m, o in outcome.members
+            for m, o in group.members
             if benches[m.benchmark].runner is RunnerKind.CUPY and o.culprits
         }
         ctx = replace(ctx, member_specs=benches, member_evidence=own)
-        return build_result(outcome, ctx, provenance(p.recipe.path, fingerprint))
-    # Evidence from the runner itself (not the daemon's recording wrapper): it holds the kernels.
-    evidence = evidence_of(tools.runner, _culprit_steps(outcome))
-    return build_result(outcome, ctx, provenance(p.recipe.path, fingerprint), evidence)
+        return build_result(group, ctx, provenance(p.recipe.path, fingerprint))
+    # a group of one: its result as a benchmark alone's always read (result/writer.build_result),
+    # with the evidence of the runner itself (not the daemon's recording wrapper): it holds the kernels
+    ((_, single),) = group.members
+    evidence = evidence_of(tools.runner, _culprit_steps(single))
+    return build_result(single, ctx, provenance(p.recipe.path, fingerprint), evidence)
 
 
 def _cache_checks(builder: CheckoutBuilder, outcomes: Sequence[Outcome], width: int) -> list[Outcome]:
@@ -330,7 +318,7 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
         key = ("names", b.process, b.config) if b.process else process_key(b)
         together.setdefault(("alone", b.name, b.config) if key is None else key, []).append(b)
     shared: dict[Member, SharedRuns] = {}
-    for benches in together.values():
+    for benches in together.values() if len(p.benches) > 1 else ():  # a group of one shares nothing
         first = benches[0]
         if first.process:  # the one command's table, all its members' names
             parent = replace(first, name=first.process, names=tuple(b.name for b in benches))
@@ -354,8 +342,9 @@ def _members(p: Plan, tools: Tools, wrap: Callable[[Runner], Runner]) -> tuple[d
         elif m in kernels:
             members[m] = MemberRun(b, wrap(kernels[m]), tools.executor.round)
         else:
+            # the plan's benchmark has its runner open already (opened(): a benchmark alone's)
             executor = placed(tools.executor, p.recipe, b)
-            members[m] = MemberRun(b, wrap(make_runner(b, executor)), executor.round)
+            members[m] = MemberRun(b, wrap(tools.runner if b is p.bench else make_runner(b, executor)), executor.round)
 
     def next_phase(measuring: Collection[Member] | None) -> None:
         for runs in dict.fromkeys(shared.values()):
@@ -387,7 +376,7 @@ def run_compare(p: Plan, config: TestConfig, seed: int, events: Events | None) -
     with opened(p) as tools:
         watch = watched(tools.executor, p.recipe, events)
         # `attrib compare` decides by the indifference zone, as the default search does
-        stage = Stage(SearchMethod.POSTERIOR, tools.runner, p.bench, config, seed, watch, round_context=tools.executor.round)
+        stage = Stage(tools.runner, p.bench, Settings(config, seed), watch, round_context=tools.executor.round)
         evaluation = stage.over(p.repo, tools.builder)
         (comp,) = evaluation.compare([p.bad], p.good, Purpose.COMPARE, evaluation.config.standalone())
         fingerprint = watch.close()

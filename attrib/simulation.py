@@ -9,6 +9,7 @@ models are the shapes GPU and CPU timings really show (docs/statistics.md).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,6 +335,7 @@ def run_simulated_group(
     """attrib's real group bisection (shared builds and runs, the group search) on a simulated
     group; `deadline` (seconds of `clock`) as `--budget` gives it; `prebuilt`: the commits
     whose binary CI published (`[build] prebuilt`), which the search prefers."""
+    from attrib.evaluate.evaluation import Settings
     from attrib.evaluate.shared import SharedRuns
     from attrib.group_bisection import GroupBisection, shared_members
     from attrib.outcome import Member
@@ -346,9 +348,10 @@ def run_simulated_group(
     builder = SimBuilder(group.first)
     runner = SimGroupRunner(group, noise, seed, reps=reps)
     runs = SharedRuns(runner)
+    settings = Settings(config or TestConfig(), seed, deadline=deadline, clock=clock or time.monotonic, prebuilt=prebuilt)
     driver = GroupBisection(
-        group.first, builder, shared_members(runs, benches), config or TestConfig(), seed, next_phase=lambda members: runs.next_phase(None if members is None else {m.benchmark for m in members}),
-        deadline=deadline, clock=clock, prebuilt=prebuilt,
+        group.first, builder, shared_members(runs, benches), settings,
+        next_phase=lambda members: runs.next_phase(None if members is None else {m.benchmark for m in members}),
     )  # fmt: skip
     out = driver.run(group.first.good, group.first.bad)
     members = {

@@ -44,6 +44,7 @@ from attrib.core.requests import (
     block_levels,
     build_at,
     build_price,
+    credible,
 )
 
 M = TypeVar("M", bound=Hashable)
@@ -120,21 +121,6 @@ def _normalised(p: np.ndarray) -> np.ndarray:
     return p / s
 
 
-def located(post: Posterior, unbuildable: frozenset[int], at: float) -> tuple[int, tuple[int, ...]] | None:
-    """A buildable position k, with the unbuildable positions just before it (which no data can
-    tell apart from it), holding at least `at`; else None."""
-    probs = post.probs
-    for k in range(1, len(probs)):
-        if k in unbuildable or probs[k] <= 0:
-            continue
-        lo = k
-        while lo - 1 >= 1 and lo - 1 in unbuildable:
-            lo -= 1
-        if sum(probs[lo : k + 1]) >= at:
-            return k, tuple(range(lo, k))
-    return None
-
-
 @dataclass(frozen=True)
 class MemberView:
     """What the chooser knows of one undecided member: its posterior under the shared prior,
@@ -199,7 +185,7 @@ def _located(
     unbuildable positions before it."""
     best: tuple[float, tuple[int, tuple[int, ...]]] | None = None
     for view in members.values():
-        hit = located(view.post, unbuildable, locate_at)
+        hit = credible(view.post, unbuildable, locate_at)
         if hit is not None and (best is None or _held(view.post, hit) > best[0]):
             best = (_held(view.post, hit), hit)
     return None if best is None else best[1]

@@ -151,7 +151,7 @@ def _untested(
         return frozenset()
     untested = frozenset(j for j in range(1, n) if j not in counts and j not in unbuildable)
     if untested:
-        located = _credible(post, unbuildable, locate_at, untested)
+        located = credible(post, unbuildable, locate_at, untested)
         # (a gap that is the whole segment is not located: nothing inside was measured)
         if located is not None and len(located[1]) < n - 1:
             # the budget is spent but the change is located between two measured commits: the
@@ -166,8 +166,8 @@ def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool
     not yet known, or already at CONFIRM_EARLY_AT, provisionally, when the change lies between
     two adjacent measured commits and what is left is their sides; None: not located yet."""
     post, counts = seg.post, seg.counts
-    hit = _credible(post, seg.unbuildable, seg.locate_at, seg.untested)
-    early = _credible(post, seg.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
+    hit = credible(post, seg.unbuildable, seg.locate_at, seg.untested)
+    early = credible(post, seg.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
     if (
         early is not None
         and not early[1]
@@ -199,7 +199,7 @@ def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool
     robust = (
         dof < MIN_LOCATE_DOF
         and dof >= 2
-        and _credible(
+        and credible(
             posterior(
                 seg.n, seg.blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE,
                 anchored=anchored,
@@ -326,10 +326,11 @@ def _batch(seg: _Segment, build_cost: float, builds_left: int | None, width: int
     return tuple(batch)
 
 
-def _credible(
+def credible(
     post: Posterior, unbuildable: frozenset[int], at: float, untested: frozenset[int] = frozenset()
 ) -> tuple[int, tuple[int, ...]] | None:
-    """A position (with the unbuildable commits just before it) holding >= `at`, else None.
+    """A position (with the unbuildable commits just before it) holding >= `at`, else None: the
+    one rule of a located position, for the single search and a group's members (core/group.py).
 
     `untested`: commits that will not be built (the build budget is spent); like unbuildable
     ones they carry no data, so the gap across them is one place, named by the measured commit

@@ -47,29 +47,44 @@ def shaped(config: TestConfig, method: SearchMethod, bench: BenchmarkSpec) -> Te
 
 
 @dataclass(frozen=True)
-class Stage:
-    """What every evaluation of one bisection shares (the runner, the benchmark, the settings
-    and the deadline); `over(graph, builder)` is the evaluation of one commit graph: the range,
-    or a rolled dependency's (bisection.py descends into it with the same stage)."""
+class Settings:
+    """How one bisection runs, the same for each of its members and for a descent into a roll:
+    the one settings record, built once by the caller (job.py, simulation.py, bisection()) and
+    read by every part that needs one of them (Stage, Bisection, its segment searches)."""
 
-    method: SearchMethod
+    config: TestConfig  # the tests' settings, before a search method shapes them (`shaped`)
+    seed: int  # member i of a group draws from seed + i (a benchmark alone: seed)
+    method: SearchMethod = SearchMethod.POSTERIOR
+    probes: int = 1  # commits proposed per search step (--probes), built concurrently
+    deadline: float | None = None  # in `clock`'s seconds (--budget); None: none
+    clock: Callable[[], float] = time.monotonic
+    paths: tuple[str, ...] = ()  # [search] paths: only commits touching them are candidates
+    prebuilt: frozenset[str] = frozenset()  # [build] prebuilt: commits whose binary CI published
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What every evaluation of one member of a bisection shares (its runner, its benchmark,
+    the settings); `over(graph, builder)` is the evaluation of one commit graph: the range, or a
+    rolled dependency's (bisection.py descends into it with the same stage). `member`: its
+    index in its group, which offsets its seed."""
+
     runner: Runner
     bench: BenchmarkSpec
-    config: TestConfig
-    seed: int
+    settings: Settings
     events: Events | None = None
-    probes: int = 1
     round_context: Callable[[], AbstractContextManager[object]] | None = None
-    deadline: float | None = None
-    clock: Callable[[], float] = time.monotonic
+    member: int = 0
 
     def over(self, commits: CommitSource, builder: Builder) -> Evaluation:
         """The evaluation a search of `method` reads: its configuration `shaped`, builds as
         wide as its probes, and, for the posterior search, adaptive blocks."""
+        s = self.settings
         return Evaluation(
-            commits, builder, self.runner, self.bench, shaped(self.config, self.method, self.bench),
-            random.Random(self.seed), self.events, build_width=max(1, self.probes), round_context=self.round_context,
-            deadline=self.deadline, clock=self.clock, adapt_blocks=self.method is SearchMethod.POSTERIOR,
+            commits, builder, self.runner, self.bench, shaped(s.config, s.method, self.bench),
+            random.Random(s.seed + self.member), self.events, build_width=max(1, s.probes),
+            round_context=self.round_context, deadline=s.deadline, clock=s.clock,
+            adapt_blocks=s.method is SearchMethod.POSTERIOR,
         )  # fmt: skip
 
 

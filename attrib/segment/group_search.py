@@ -21,31 +21,31 @@ search for it, which reads every block already measured (nothing measured is los
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from attrib.core import group as grouped
 from attrib.core import posterior as model
-from attrib.core.stats import min_change_shift
 from attrib.outcome import Culprit, Found
-from attrib.segment.posterior_search import PosteriorSearch, build_budget
-from attrib.segment.scope import MAX_CONFIRM_RETRIES, Scope
+from attrib.segment.posterior_search import PosteriorSearch, block_cap, build_budget
+from attrib.segment.scope import MAX_CONFIRM_RETRIES
 
 
 class GroupSearch:
     def __init__(
-        self, scopes: Mapping[Any, Scope], next_phase: Callable[[Collection[Any] | None], None], scouting: bool = True
+        self,
+        searches: Mapping[Any, PosteriorSearch],
+        next_phase: Callable[[Collection[Any] | None], None],
+        scouting: bool = True,
     ) -> None:
-        """`scouting` False: every undecided member is measured at every build (the rule under
-        a deadline, so that each member keeps the range its own blocks prove when time ends)."""
-        self.scopes = dict(scopes)
+        """`searches`: each member's own posterior search (its driver's, at its own indifference
+        zone: its recipe table's), whose pieces this loop uses. `scouting` False: every undecided
+        member is measured at every build (the rule under a deadline, so that each member keeps
+        the range its own blocks prove when time ends)."""
+        self.searches = dict(searches)
+        self.scopes = {m: search.scope for m, search in self.searches.items()}
         self.scouting = scouting
-        # each member's own search pieces, at its own indifference zone (its recipe table's)
-        self.searches = {
-            m: PosteriorSearch(scope, min_change_shift(scope.bench.ignore_pct)) for m, scope in scopes.items()
-        }
         # a step for all members, and the ones it measures (evaluate/shared.SharedRuns.next_phase)
         self.next_phase = next_phase
 
@@ -60,7 +60,7 @@ class GroupSearch:
         unbuildable: set[int] = set()
         built: set[str] = set()
         culprits: set[int] = set()
-        cap = max(self.scopes[m].config.max_rounds for m in active) * (math.ceil(math.log2(n + 1)) + 2)
+        cap = block_cap(n, max(self.scopes[m].config.max_rounds for m in active))
         spent = 0
         scouts: frozenset[Any] = frozenset()
         checked: set[tuple[Any, int]] = set()
@@ -68,8 +68,7 @@ class GroupSearch:
         # member's scope holds the same, from the one builder)
         prebuilt = frozenset().union(*(self.scopes[m].prebuilt for m in active))
         for m in active:
-            self.searches[m].failures = {}
-            self.scopes[m].evidence.adapt_blocks()
+            self.searches[m].begin()
             # a new block size leaves the ends without blocks of that size (the single search
             # measures them too): a posterior needs both
             self.searches[m].measure_ends(positions)

@@ -52,6 +52,12 @@ def build_budget(n: int) -> int:
     return math.ceil(math.log2(max(n, 2))) + BUILD_SLACK
 
 
+def block_cap(n: int, max_rounds: int) -> int:
+    """The blocks a search over a segment of n may draw: a commit's cap for each build that
+    bisection needs and two more (the single search and a group's alike)."""
+    return max_rounds * (math.ceil(math.log2(n + 1)) + 2)
+
+
 class PosteriorSearch:
     def __init__(self, scope: Scope, ignore: float) -> None:
         self.scope = scope
@@ -108,16 +114,21 @@ class PosteriorSearch:
             {i: b for i, (b, _) in enumerate(levels)}, {i: r for i, (_, r) in enumerate(levels)}
         )
 
+    def begin(self) -> None:
+        """A segment's start: no failed runs or inferred breaks counted yet (they are the
+        segment's), and the block size chosen (once per bisection, from the preflight's runs)."""
+        self.failures = {}
+        self.inferred = set()
+        self.scope.evidence.adapt_blocks()
+
     def search(self, chain: list[str], reference: str) -> Found:
         scope, ev = self.scope, self.scope.evidence
         positions = [reference, *chain]
         n = len(chain)
-        self.failures = {}
-        self.inferred = set()
-        ev.adapt_blocks()  # once per bisection, from the preflight's runs: samples per run
+        self.begin()
         unbuildable: set[int] = set()
         extended: set[int] = set()
-        cap = scope.config.max_rounds * (math.ceil(math.log2(n + 1)) + 2)
+        cap = block_cap(n, scope.config.max_rounds)
         spent, retries = 0, 0
         # the commits this segment asked to build, and its limit: a commit asked for again (built,
         # but its runs failed so far, so it still has no block) is one build, not one per ask
