@@ -8,6 +8,7 @@ elsewhere.
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -196,3 +197,31 @@ def test_checkouts_made_and_discarded_at_once_in_one_mirror_all_succeed(chain, t
 
     with ThreadPoolExecutor(8) as pool:
         assert sorted(pool.map(rounds, range(8))) == list(range(8))
+
+
+def test_artifacts_never_reach_outside_the_checkout_through_its_links(tmp_path):
+    """Issue 40 (the prebuilt archives' hole, in the incremental tree's copy): the commit's own
+    `out -> /elsewhere` in the checkout, a build that makes `out` a directory in its tree. The
+    copy into the checkout must not write through the link: the build of that commit fails with
+    one line, and nothing appears outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q", "-b", "main")
+    (repo / "bench.c").write_text("int main(void) { return 0; }\n")
+    (repo / "out").symlink_to(outside)
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "out links out")
+    command = "mkdir -p build && cc -o build/bench bench.c && rm -f out && mkdir out && cp build/bench out/bench"
+    work = WorkDir((tmp_path / "w").resolve())
+    build = BuildSpec(commands=(command,), artifacts=("out/bench",), incremental=True, build_dir="build")
+    builder = CheckoutBuilder(work, Mirror(work.mirror, GitRepo(repo)), LocalExecutor(), build)
+    git_repo = GitRepo(repo)
+    record = builder.build(git_repo.info(git_repo.resolve("HEAD")))
+    assert list(outside.iterdir()) == []
+    log = Path(record.log_path).read_text()
+    assert "'out' in the checkout is a symbolic link" in log and "where the build tree has a directory" in log, log
+    # the commit is then built clean in its own checkout, as any failed incremental build is
+    assert record.ok and record.how is BuildHow.CLEAN, record.reason

@@ -23,7 +23,6 @@ source includes, not by how far it goes.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -31,6 +30,7 @@ from typing import TextIO
 import git
 
 from attrib.evaluate.artifacts import hash_artifacts
+from attrib.evaluate.unpacking import copy_into
 from attrib.fsutil import atomic_write_text, file_lock
 from attrib.gitrepo import Mirror
 from attrib.recipe import BuildSpec
@@ -83,9 +83,11 @@ class IncrementalTrees:
             hashed = hash_artifacts(tree, self.spec.artifacts)
             if isinstance(hashed, str):
                 return hashed, donor
-            for rel, _digest in hashed.files:
-                target = checkout / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(tree / rel, target)
+            try:
+                # following none of the checkout's links: the commit's own `bin -> /elsewhere`
+                # must not carry a write out of it (issue 40: the prebuilt archives' hole)
+                copy_into(tree, checkout, [rel for rel, _digest in hashed.files], source="the build tree")
+            except (ValueError, OSError) as exc:
+                return f"its artifacts could not be copied into the checkout: {exc}", donor
             atomic_write_text(marker, sha)
         return "", donor

@@ -353,16 +353,27 @@ def _text(field: bytes) -> str:
     return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
 
-def copy_into(tree: Path, checkout: Path) -> None:
-    """Every directory and file under `tree` (written by this module: nothing else is there)
-    copied into `checkout`. Each path is checked first: where the checkout has a link, or a file
-    where a directory goes or the reverse, a ValueError naming it and nothing is written."""
+def copy_into(tree: Path, checkout: Path, only: Iterable[str] | None = None, source: str = "the archive") -> None:
+    """Every directory and file under `tree` (written by this module: nothing else is there), or
+    the files `only` names (paths relative to `tree`: an incremental tree's artifacts, which the
+    commit's own build wrote), copied into `checkout`. Each path is checked first: where the
+    checkout has a link, or a file where a directory goes or the reverse, or a named file that
+    is no file of `tree` (a link out of it), a ValueError naming it and nothing is written."""
     dirs: list[tuple[str, ...]] = []
     files: list[tuple[str, ...]] = []
-    for top, subdirs, names in os.walk(tree):
-        rel = Path(top).relative_to(tree).parts
-        dirs.extend(rel + (d,) for d in sorted(subdirs))
-        files.extend(rel + (f,) for f in sorted(names))
+    if only is None:
+        for top, subdirs, names in os.walk(tree):
+            rel = Path(top).relative_to(tree).parts
+            dirs.extend(rel + (d,) for d in sorted(subdirs))
+            files.extend(rel + (f,) for f in sorted(names))
+    else:
+        files = sorted({Path(rel).parts for rel in only})
+        dirs = sorted({f[:i] for f in files for i in range(1, len(f))}, key=len)
+        inside = tree.resolve()
+        for parts in files:
+            path = tree.joinpath(*parts).resolve()
+            if ".." in parts or not path.is_relative_to(inside) or not path.is_file():
+                raise ValueError(f"{'/'.join(parts)!r} in {source} is no file of it")
     for parts, want in [(d, stat.S_ISDIR) for d in dirs] + [(f, stat.S_ISREG) for f in files]:
         try:
             st = os.lstat(checkout.joinpath(*parts))  # its parents were checked before it: no link follows
@@ -372,15 +383,15 @@ def copy_into(tree: Path, checkout: Path) -> None:
             target = f" (to {os.readlink(checkout.joinpath(*parts))!r})" if stat.S_ISLNK(st.st_mode) else ""
             expected = "a directory" if want is stat.S_ISDIR else "a file"
             raise ValueError(
-                f"{'/'.join(parts)!r} in the checkout is {_kind(st.st_mode)}{target}, where the archive has {expected}"
+                f"{'/'.join(parts)!r} in the checkout is {_kind(st.st_mode)}{target}, where {source} has {expected}"
             )
     with Tree(checkout) as into:
         for parts in dirs:
             into.directory(parts)
         for parts in files:
-            source = tree.joinpath(*parts)
-            st = os.lstat(source)
-            with source.open("rb") as f:
+            path = tree.joinpath(*parts).resolve()  # a link inside the tree: checked above
+            st = os.stat(path)
+            with path.open("rb") as f:
                 into.file(parts, chunks_of(f), stat.S_IMODE(st.st_mode), int(st.st_mtime))
 
 
