@@ -161,7 +161,11 @@ class Bisection:
             if (open_range := culprit_range(c, self.scope.verdicts)) is not None:
                 self.unresolved.append(open_range)
         status = Status.INCONCLUSIVE if self.unresolved or not culprits else Status.CULPRIT_FOUND
-        return self._outcome(status, good, bad, culprits, pre.comparison)
+        # a stretch left undecided while what the culprits leave of the whole change may still
+        # hold the minimum: the attribution is partial, and the outcome says how much is left
+        rest = self.remaining.remainder() if status is Status.CULPRIT_FOUND else None
+        outcome = self._outcome(Status.PARTIAL if rest else status, good, bad, culprits, pre.comparison)
+        return replace(outcome, remainder=rest)
 
     def candidates(self, chain: list[str]) -> list[str]:
         """With [search] paths, the commits of `chain` touching them (like `git bisect -- paths`);

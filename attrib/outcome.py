@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import Cause, CommitInfo, Note, RevertStatus, RollRelation, Status, Verdict
+from attrib.core.model import Cause, CommitInfo, Note, Remainder, RevertStatus, RollRelation, Status, Verdict
 from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.evaluate.twins import Builder
 from attrib.recipe import member_label
@@ -156,6 +156,7 @@ class Outcome:
     times: PhaseTimes = field(default_factory=PhaseTimes)
     out_of_time: bool = False  # the budget ended the search
     blocks: BlockChoice | None = None  # the samples per run the search chose (adaptive blocks)
+    remainder: Remainder | None = None  # Status.PARTIAL: what the culprits leave, undecided
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def run_trial(family: GroupFamily, index: int, seed: int, strategy: str, spell: 
     if strategy == "group":
         out = run_simulated_group(group, noise, trial_seed, min_change_pct=MIN_CHANGE, reps=REPS)
         for (_, step), (name, o) in zip(family.members, out.members.items(), strict=True):
-            named = o.culprits if o.status == "culprit_found" else ()
+            named = o.culprits if o.status in ("culprit_found", "partial") else ()  # partial names them too
             s = _score(step, steps[name], named)
             scores.append(MemberScore(s.step, s.exact, s.flat_named, s.ignore_named, o.samples))
         return TrialScore(family.name, strategy, n, tuple(scores), out.builds, out.runs, time.perf_counter() - t0)
@@ -144,11 +144,11 @@ def run_trial(family: GroupFamily, index: int, seed: int, strategy: str, spell: 
     for (_, step), name in zip(family.members, names, strict=True):
         if strategy == "skia":
             o = alone[names_run[0]]
-            named = o.culprits if o.status == "culprit_found" else ()
+            named = o.culprits if o.status in ("culprit_found", "partial") else ()  # partial names them too
             drawn = o.samples if name == names_run[0] else 0
         else:
             o = alone[name]
-            named = o.culprits if o.status == "culprit_found" else ()
+            named = o.culprits if o.status in ("culprit_found", "partial") else ()  # partial names them too
             drawn = o.samples
         s = _score(step, steps[name], named)
         scores.append(MemberScore(s.step, s.exact, s.flat_named, s.ignore_named, drawn))

@@ -260,7 +260,9 @@ def run_strategy(trial: Trial, strategy: str) -> Record:
             return Record(
                 trial.family, strategy, trial.index, trial.n, truth, (), (), "error", 0, 0, 0, not truth, str(exc)
             )
-        named = out.culprits if out.status == "culprit_found" else ()
+        # a partial attribution names its culprits too (status partial, issue 39: what they
+        # leave is undecided); the record keeps the status, so the two are told apart
+        named = out.culprits if out.status in ("culprit_found", "partial") else ()
         ambiguous = out.ambiguous if named else ()
         exact = exact_match(named, ambiguous, set(truth))
         return Record(

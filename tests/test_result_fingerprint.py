@@ -18,7 +18,7 @@ from attrib.errors import EnvironmentChanged, ResultFormatError
 from attrib.evaluate.fingerprint import EnvironmentWatch, finish
 from attrib.events import NullEvents
 from attrib.report.markdown import render
-from attrib.result import BisectResult, CompareResult, dump, from_json, load_result
+from attrib.result import RESULT_SCHEMA, BisectResult, CompareResult, dump, from_json, load_result
 from attrib.result.types import ComparisonRecord, Environment
 
 HERE = Path(__file__).parent
@@ -44,7 +44,7 @@ def test_a_schema4_document_reads_with_no_fingerprint_and_renders_as_it_did():
 def test_a_fingerprint_is_written_and_read_back(culprit):
     result = replace(culprit, environment=Environment(fingerprint=H100))
     doc = json.loads(dump(result))
-    assert doc["schema"] == 5
+    assert doc["schema"] == RESULT_SCHEMA >= 5  # written since schema 5
     assert doc["environment"]["fingerprint"]["values"]["driver"] == "550.54.15"
     assert doc["environment"]["fingerprint"]["unavailable"] == {"image": "not in a container"}
     assert from_json(doc) == result

@@ -263,7 +263,7 @@ BAD_DOCUMENTS = {
     ),
     "unknown-status": (
         json.dumps(_with(_demo_doc(), lambda d: d.__setitem__("status", "found-it"))),
-        "field 'status': expected one of culprit_found, not_reproduced, inconclusive, error, got 'found-it'",
+        "field 'status': expected one of culprit_found, partial, not_reproduced, inconclusive, error, got 'found-it'",
     ),
     "bad-ci": (
         json.dumps(_with(_demo_doc(), lambda d: d.__setitem__("total_ci_pct", [1.0]))),

@@ -31,6 +31,9 @@ class Status(StrEnum):
     """Outcome of a whole bisection. Exit codes live in cli.py."""
 
     CULPRIT_FOUND = "culprit_found"
+    # culprits named, but what they leave of the whole change could not be decided and its
+    # interval reaches the minimum: another culprit may be left (`Remainder` says how much)
+    PARTIAL = "partial"
     NOT_REPRODUCED = "not_reproduced"
     INCONCLUSIVE = "inconclusive"
     ERROR = "error"
@@ -177,6 +180,26 @@ class NoiseAdvice:
     max_rounds: int
     rounds_needed: int
     resolvable_pct: float  # the smallest minimum change these rounds can settle
+
+
+@dataclass(frozen=True)
+class Remainder:
+    """An attribution left partial (Status.PARTIAL): what the named steps leave of the whole
+    change (percent of the measured value, with its 95 % interval), undecided at this noise by
+    the test of `commits` (is commits[0] still worse than commits[1]?, `rounds` rounds), and what
+    would settle it: that many rounds, a machine at most that noisy, or a minimum that large."""
+
+    change_pct: float
+    low_pct: float
+    high_pct: float
+    whole_pct: float  # the whole change (the preflight's estimate)
+    share: float  # change over whole, as log shifts: the part of the whole change unexplained
+    commits: tuple[str, ...]
+    rounds: int
+    rounds_needed: int  # a test of that stretch at this noise (the zone's truncation point)
+    sigma_pct: float  # the per-round noise measured
+    quiet_sigma_pct: float  # the per-round noise at which the extended cap decides it
+    resolvable_pct: float  # the smallest minimum change the extended cap decides at this noise
 
 
 @dataclass(frozen=True)

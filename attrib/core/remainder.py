@@ -5,12 +5,15 @@ confirmation measures its own share (culprit^ against culprit). Their difference
 no step found so far accounts for, an estimate from independent paired sets (drift cancels in
 each), with one per-round variance pooled over them and Student's t at their degrees of freedom.
 
-It serves two rules (docs/statistics.md, "Futility" and "A remainder left undecided"):
+It serves three rules (docs/statistics.md, "Futility" and "A remainder left undecided"):
 * `remaining_upper`: below the minimum at P >= 1 - beta, nothing is left to search;
 * `curtailing`: the remaining-change test's and the confirmation's predictive over the step
   starts from this estimate, not from a flat prior, and they are never stopped for futility while
   that predictive (the estimate combined with the test's own rounds) puts the step at the minimum
   or above: a stop there could cost a culprit the report would otherwise name;
+* `reaches`: a remainder whose interval still reaches the minimum when the search could not
+  decide it makes the attribution partial (Status.PARTIAL), and `settling` says what would
+  settle it.
 
 Pure: shifts in, numbers out.
 """
@@ -24,10 +27,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import stdtrit
 
-from attrib.core.futility import step_predictive
+from attrib.core.futility import forecast, step_predictive
 from attrib.core.stats import TestConfig
 
-REMAINDER_LEVEL = 0.95  # the unexplained change's interval (two-sided)
+REMAINDER_LEVEL = 0.95  # the unexplained change's interval in the report (two-sided)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,21 @@ def unexplained(total: Sequence[float], found: Sequence[Sequence[float]]) -> Une
     dof = sum(s.size - 1 for s in sets)
     var = sum(float(s.var(ddof=1)) * (s.size - 1) for s in sets) / dof
     return Unexplained(rest, math.sqrt(var * sum(1 / s.size for s in sets)), dof, float(sets[0].mean()))
+
+
+def reaches(rest: Unexplained | None, delta: float) -> bool:
+    """Whether the unexplained change's interval reaches the minimum `delta`: a remainder the
+    search could not decide then makes the attribution partial (Status.PARTIAL)."""
+    return rest is not None and rest.interval()[1] >= delta
+
+
+def settling(sigma: float, delta: float, ignore: float, horizon: int, z: float, factor: float) -> tuple[float, float, float]:
+    """What would settle a stretch left undecided at per-round noise `sigma` (log): the rounds its
+    test needs (the zone's truncation point), the per-round noise at which `horizon` rounds decide
+    it, and the smallest minimum change `horizon` rounds decide (log, the zone kept at its ratio)."""
+    width = delta - ignore if 0 < ignore < delta else delta
+    f = forecast(sigma, 0, delta, ignore, horizon, z, factor)
+    return f.rounds, width * math.sqrt(horizon / factor) / z, f.smallest_change
 
 
 def remaining_upper(total: Sequence[float], found: Sequence[Sequence[float]], beta: float) -> float:

@@ -33,7 +33,7 @@ def chain_text(c: CulpritRecord) -> str:
             break
         r = found[0]
         inner = r.culprits[0]
-        what = "the commit" if r.status is Status.CULPRIT_FOUND else "best candidate"
+        what = "the commit" if r.status in (Status.CULPRIT_FOUND, Status.PARTIAL) else "best candidate"
         amb = f" or one of {len(inner.ambiguous_with)} untestable before it" if inner.ambiguous_with else ""
         out += (
             f' -> {what} inside the roll of {_roll_span(r)}: "{inner.subject}" (`{inner.commit[:10]}`{amb}) '
@@ -71,7 +71,7 @@ def rolls_section(c: CulpritRecord, depth: int = 0) -> list[str]:
         for inner in r.culprits:
             amb = ", ".join(f"`{s[:10]}`" for s in inner.ambiguous_with)
             out += [
-                f'- {"culprit" if r.status is Status.CULPRIT_FOUND else "best candidate"}: `{inner.commit[:10]}` '
+                f'- {"culprit" if r.status in (Status.CULPRIT_FOUND, Status.PARTIAL) else "best candidate"}: `{inner.commit[:10]}` '
                 f'"{inner.subject}" by {inner.author} <{inner.author_email}>, **{inner.change_pct:+.2f} %** '
                 f"{_ci(inner.ci_pct)}, confirmed against `{inner.compared_with[:10]}`: "
                 f"{'yes' if inner.confirmed else 'no'} ({inner.confirmation.rounds} rounds)"

@@ -58,6 +58,13 @@ def group_headline(result: BisectResult) -> str:
             parts.append(f'`{c.commit[:10]}` "{c.subject}" by {c.author} moved {len(c.members)}{size}')
         what = "1 culprit" if len(culprits) == 1 else f"{len(culprits)} culprits"
         return f"**{what} found** in {moved} of {n} benchmarks: " + "; ".join(parts)
+    if result.status is Status.PARTIAL:
+        left = [m.label for m in result.members if m.status is Status.PARTIAL]
+        named = "; ".join(f'`{c.commit[:10]}` "{c.subject}" by {c.author} moved {len(c.members)}' for c in culprits)
+        return (
+            f"**Partial attribution** on {n} benchmarks: {named}; on {', '.join(f'`{x}`' for x in left)} part of the"
+            " whole change is left unexplained, undecided at this noise (each member's report says how much)"
+        )
     counts = {s: sum(1 for m in result.members if m.status is s) for s in Status}
     said = ", ".join(f"{k} {s.value.replace('_', ' ')}" for s, k in counts.items() if k)
     return f"**{result.status.value.replace('_', ' ').capitalize()}** on {n} benchmarks ({said}); no culprit is named"
@@ -90,7 +97,7 @@ def members_table(culprit: CulpritRecord, only: set[str] | None = None) -> list[
 def culprit_lines(result: BisectResult, c: CulpritRecord, index: int, total: int) -> list[str]:
     """A culprit of the group: who, what, the members it moved, and the largest one's pictures."""
     n = f" {index} of {total}" if total > 1 else ""
-    what = "Culprit" if result.status is Status.CULPRIT_FOUND else "Best candidate"
+    what = "Culprit" if result.status in (Status.CULPRIT_FOUND, Status.PARTIAL) else "Best candidate"
     out = [
         f"## {what}{n}: `{c.commit[:10]}` {c.subject}",
         "",

@@ -16,13 +16,14 @@ from typing import Any
 from attrib.core.blocks import BlockReason
 from attrib.core.environment import Fingerprint
 from attrib.core.model import NoteKind, RevertStatus, SearchMethod, Status, Verdict
+from attrib.core.stats import EXTEND_FACTOR
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, innermost, rolls_section
 from attrib.report.group import cell as _cell
 from attrib.report.group import culprit_lines, group_headline, member_sections, members_overview, static_diff_table
 from attrib.report.group import fmt_ci as _fmt_ci
 from attrib.report.plot import plot_available, render_plot, series_sparkline, sparkline
-from attrib.report.sentences import blocks_text, cause_resolve, cause_why, note_text
+from attrib.report.sentences import blocks_text, cause_resolve, cause_why, note_text, remainder_text
 from attrib.report.work import build_failure_lines, run_work
 from attrib.result.types import (
     BisectResult,
@@ -135,6 +136,14 @@ def headline(result: BisectResult) -> str:
             f"**{len(culprits)} culprits found** on `{bench}` (together {result.total_change_pct:+.1f} %): "
             + "; ".join(_culprit_phrase(c) for c in culprits)
         )
+    if status is Status.PARTIAL and result.remainder is not None:
+        what = "culprit" if len(culprits) == 1 else f"{len(culprits)} culprits"
+        s = result.settings
+        return (
+            f"**Partial attribution** on `{bench}` ({result.total_change_pct:+.1f} % overall): {what} "
+            + "; ".join(_culprit_phrase(c) for c in culprits)
+            + "; " + remainder_text(result.remainder, s.min_change_pct, s.max_rounds * EXTEND_FACTOR)
+        )
     if status is Status.NOT_REPRODUCED:
         return (
             f"**Not reproduced**: `{bench}` at `{result.bad[:10]}` is not worse than at `{result.good[:10]}` "
@@ -170,7 +179,7 @@ def title(result: BisectResult, culprit: CulpritRecord | None = None) -> str:
 def _culprit_section(c: CulpritRecord, index: int, total: int, status: Status, settings: Settings) -> list[str]:
     n = f" {index} of {total}" if total > 1 else ""
     # An inconclusive outcome's culprits are the best candidates, not a claim.
-    what = "Culprit" if status is Status.CULPRIT_FOUND else "Best candidate"
+    what = "Culprit" if status in (Status.CULPRIT_FOUND, Status.PARTIAL) else "Best candidate"
     out = [f"## {what}{n}: `{c.commit[:10]}` {c.subject}", ""]
     out += [
         f"- commit: `{c.commit}`",

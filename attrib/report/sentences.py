@@ -12,7 +12,18 @@ import math
 from collections.abc import Sequence
 
 from attrib.core.blocks import MIN_SAVING, BlockChoice, BlockReason
-from attrib.core.model import Cause, Decided, Direction, NoiseAdvice, Note, NoteKind, Phase, Step, UnresolvedCause
+from attrib.core.model import (
+    Cause,
+    Decided,
+    Direction,
+    NoiseAdvice,
+    Note,
+    NoteKind,
+    Phase,
+    Remainder,
+    Step,
+    UnresolvedCause,
+)
 from attrib.core.stats import to_pct
 
 
@@ -88,6 +99,22 @@ def noise_warning(advice: NoiseAdvice) -> str:
         f" tests end undecided; the smallest min_change_pct this machine can decide in {a.max_rounds} rounds is"
         f" {a.resolvable_pct:.1f} % (--max-rounds {a.rounds_needed}, a quieter machine, or a min_change_pct of"
         f" at least {a.resolvable_pct:.1f} % would let them decide)"
+    )
+
+
+def remainder_text(r: Remainder, min_change_pct: float, max_rounds: int) -> str:
+    """Status partial: what the named culprits leave of the whole change, that it is undecided at
+    this noise, and what would settle it (`max_rounds`: the rounds a stretch's test may run, its
+    extension included)."""
+    share = f", {r.share * 100:.0f} % of it" if math.isfinite(r.share) else ""
+    quieter = f"a quieter machine (per-round noise at most {r.quiet_sigma_pct:.1f} %, measured {r.sigma_pct:.1f} %)"
+    larger = f", or a min_change_pct of at least {r.resolvable_pct:.1f} %" if math.isfinite(r.resolvable_pct) else ""
+    rounds = f"about {r.rounds_needed} rounds for that test (it ran {r.rounds} of the {max_rounds} it may)"
+    return (
+        f"{r.change_pct:+.1f} % [{r.low_pct:+.1f} %, {r.high_pct:+.1f} %] of the whole change ({r.whole_pct:+.1f} %{share})"
+        f" unexplained, undecided at this noise: whether `{r.commits[0][:10]}` is still worse than `{r.commits[1][:10]}`"
+        f" by the minimum change ({min_change_pct:g} %) could not be decided, so a further culprit may be left there."
+        f" To settle it: {rounds}, {quieter}{larger}"
     )
 
 

@@ -27,6 +27,10 @@ the same). A schema-3 document is such a group of one, and each culprit lists th
 Schema 5 (from schema 4): the environment fingerprint (core/environment.py: `values`,
 `unavailable`, `where`), read where the work ran: `environment.fingerprint` of a bisection, and
 `environment` of a comparison; null in a migrated schema-4 document (none was read).
+
+Schema 6 (from schema 5): status `partial` (culprits named, but what they leave of the whole
+change could not be decided and its interval reaches the minimum) and its `remainder` record, at
+the top and per member; null in a migrated schema-5 document (no schema-5 writer said partial).
 """
 
 from __future__ import annotations
@@ -212,9 +216,21 @@ def _migrate_4_to_5(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _migrate_5_to_6(doc: dict[str, Any]) -> dict[str, Any]:
+    # Schema 6 added status partial and its remainder; a schema-5 writer said neither.
+    if doc.get("kind") != ResultKind.BISECT.value:
+        return doc
+    doc["remainder"] = None
+    members = doc.get("members")
+    for m in members if isinstance(members, list) else []:
+        if isinstance(m, dict):
+            m["remainder"] = None
+    return doc
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5,
+    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
 }  # fmt: skip
 
 

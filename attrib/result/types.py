@@ -25,6 +25,7 @@ from attrib.core.model import (
     Direction,
     Note,
     Purpose,
+    Remainder,
     RevertStatus,
     RollRelation,
     SearchMethod,
@@ -41,7 +42,7 @@ from attrib.evaluate.executors.base import (
     SlurmDescription,
 )
 
-RESULT_SCHEMA = 5
+RESULT_SCHEMA = 6
 
 
 class ResultKind(StrEnum):
@@ -411,6 +412,7 @@ class MemberResult:
     samples_saved_estimate: int = 0
     out_of_time: bool = False
     blocks: BlockChoice | None = None
+    remainder: Remainder | None = None  # status partial: what the culprits leave, undecided (schema 6)
 
     @property
     def label(self) -> str:
@@ -421,7 +423,8 @@ class MemberResult:
 # the BisectResult's own): what BisectResult.view and the schema-3 migration carry across.
 MEMBER_FIELDS = ("status", "culprits", "commits", "samples", "unit", "direction", "total_change_pct", "total_ci_pct",
                  "comparisons", "notes", "unresolved", "drift", "excluded_samples", "rounds", "reproduce", "error",
-                 "smaller_steps", "same_artifact", "samples_saved_estimate", "out_of_time", "blocks")  # fmt: skip
+                 "smaller_steps", "same_artifact", "samples_saved_estimate", "out_of_time", "blocks",
+                 "remainder")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -470,6 +473,9 @@ class BisectResult:
     phase_times_s: PhaseTimesRecord = field(default_factory=PhaseTimesRecord)
     out_of_time: bool = False  # the --budget ran out before everything was settled
     blocks: BlockChoice | None = None  # adaptive blocks: the samples per run chosen, and why
+    # Schema 6: status partial: what the named culprits leave of the whole change, undecided at
+    # this noise, and what would settle it (the lead member's; each member has its own)
+    remainder: Remainder | None = None
     # Schema 4: every member of the group (one for a single benchmark), in the order asked. The
     # fields above that describe one benchmark's measurements are the lead member's (the one
     # `benchmark` names: the largest change of the group's outcome); `status` and `culprits`

@@ -393,6 +393,7 @@ def _single_result(outcome: Outcome, ctx: RunContext, provenance: Provenance, ev
         excluded_samples=dict(excluded),
         **_where_the_work_went(outcome, direction),
         rounds=outcome.rounds,
+        remainder=outcome.remainder,
         reproduce=reproduce_command(ctx, outcome.good, outcome.bad),
         settings=Settings(
             alpha=ctx.config.alpha,
@@ -480,8 +481,10 @@ def _member(m: Member, r: BisectResult) -> MemberResult:
     )  # fmt: skip
 
 
-# A group's status: the most telling of its members' (a culprit anywhere is the news).
-_STATUS_ORDER = (Status.CULPRIT_FOUND, Status.INCONCLUSIVE, Status.ERROR, Status.NOT_REPRODUCED)
+# A group's status: the most telling of its members' (a culprit anywhere is the news; one left
+# partial makes the group's attribution partial, its culprits are named all the same).
+_STATUS_ORDER = (Status.PARTIAL, Status.CULPRIT_FOUND, Status.INCONCLUSIVE, Status.ERROR, Status.NOT_REPRODUCED)
+_NAMING = (Status.PARTIAL, Status.CULPRIT_FOUND)  # the statuses whose culprits are named
 
 
 def group_status(statuses: Sequence[Status]) -> Status:
@@ -489,12 +492,13 @@ def group_status(statuses: Sequence[Status]) -> Status:
 
 
 def group_culprits(members: Sequence[MemberResult], status: Status, lead: BisectResult) -> tuple[CulpritRecord, ...]:
-    """One record per culprit commit of the members that have the group's status: the record of
+    """One record per culprit commit of the members that have the group's status (partial and
+    culprit_found both name theirs): the record of
     the member it moved most (its change, CI, confirmation, static diff), listing every such
     member it moved, largest change first; in history order."""
     moved: dict[str, list[tuple[MemberResult, CulpritRecord]]] = {}
     for m in members:
-        if m.status is status:
+        if m.status is status or (status in _NAMING and m.status in _NAMING):
             for c in m.culprits:
                 moved.setdefault(c.commit, []).append((m, c))
     position = {row.commit: i for i, row in enumerate(lead.commits)}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 
 from attrib.core import futility, remainder
-from attrib.core.model import DecisionRule, Direction, Note, NoteKind, Purpose, Step
-from attrib.core.stats import TRUNCATION_FACTOR, critical_z, min_change_shift, to_pct
+from attrib.core.model import DecisionRule, Direction, Note, NoteKind, Purpose, Remainder, Step
+from attrib.core.stats import EXTEND_FACTOR, TRUNCATION_FACTOR, critical_z, min_change_shift, to_pct
 from attrib.evaluate.records import Comparison
 from attrib.segment.scope import Scope
 
@@ -26,6 +26,7 @@ class RemainingChange:
         self.scope = scope
         self.posterior = posterior  # the posterior search: its levels answer most questions here
         self._said_nothing_left = False
+        self._open: list[tuple[str, str, Comparison]] = []  # remaining-change tests left undecided
 
     def start(self, preflight: Comparison) -> None:
         """The whole change, as the preflight measured it: what the steps found are read against."""
@@ -68,11 +69,15 @@ class RemainingChange:
     def undecided(self, end: str, reference: str, comp: Comparison) -> Note:
         """The note for a remaining-change test that ended undecided: at its cap, or stopped for
         futility, when the stretch is undecidable at this noise; then with the smallest step the
-        rounds it had left could still have ruled out (the zone kept at its ratio)."""
+        rounds it had left could still have ruled out (the zone kept at its ratio). Kept for
+        `remainder`."""
+        self._open.append((end, reference, comp))
         if comp.rule is not DecisionRule.FUTILITY:
             return Note(NoteKind.REMAINDER_UNDECIDED, (end, reference))
         config, bench = self.scope.config, self.scope.bench
-        left = max(1, config.max_rounds - len(comp.diffs))
+        # a test extended past its cap (still_worse) had twice the cap to run
+        cap = config.max_rounds * (EXTEND_FACTOR if len(comp.diffs) > config.max_rounds else 1)
+        left = max(1, cap - len(comp.diffs))
         delta = min_change_shift(bench.min_change_pct)
         f = futility.forecast(comp.sigma, 0, delta, config.ignore, left, critical_z(config), TRUNCATION_FACTOR)
         step = to_pct(f.smallest_change, Direction.LOWER) if math.isfinite(f.smallest_change) else None
@@ -95,3 +100,24 @@ class RemainingChange:
         self.scope.note(Note(NoteKind.NOTHING_LEFT, value=to_pct(upper, bench.direction)))
         return True
 
+    def remainder(self) -> Remainder | None:
+        """The attribution is partial when a remaining-change test ended undecided and the whole
+        change less the steps found still reaches the minimum by its 95 % interval: how much is
+        unexplained, by which stretch's test (the undecided one with the largest estimate), and
+        what would settle it (core/remainder.settling)."""
+        rest, delta = self.scope.unexplained(), self.scope.delta
+        if not self._open or rest is None or not remainder.reaches(rest, delta):
+            return None
+        end, reference, comp = max(self._open, key=lambda o: o[2].estimate.shift)
+        config, direction = self.scope.config, self.scope.bench.direction
+        horizon = config.max_rounds * EXTEND_FACTOR
+        rounds, quiet, smallest = remainder.settling(comp.sigma, delta, config.ignore, horizon, critical_z(config), TRUNCATION_FACTOR)
+        low, high = sorted(to_pct(b, direction) for b in rest.interval())  # a higher-is-better value falls
+        return Remainder(
+            change_pct=to_pct(rest.shift, direction), low_pct=low, high_pct=high,
+            whole_pct=to_pct(rest.whole, direction), share=rest.shift / rest.whole if rest.whole else math.nan,
+            commits=(end, reference), rounds=len(comp.diffs),
+            rounds_needed=math.ceil(rounds) if math.isfinite(rounds) else 0,
+            sigma_pct=math.expm1(comp.sigma) * 100, quiet_sigma_pct=math.expm1(quiet) * 100,
+            resolvable_pct=math.expm1(smallest) * 100 if math.isfinite(smallest) else math.nan,
+        )  # fmt: skip

@@ -1,6 +1,7 @@
 """Filing a result into an issue tracker: `--file-issue` and `--comment-on`.
 
-Rules: only a found culprit opens (or updates) an issue; one issue per culprit, whatever the
+Rules: only a found culprit opens (or updates) an issue (status culprit_found, or partial: its
+culprits are named, its report says what is left unexplained); one issue per culprit, whatever the
 benchmarks it moved, deduplicated by a hidden fingerprint sha256(project, culprit): the same
 culprit in the same tracker project is the same issue, whichever machine or clone bisected it
 and whichever group of benchmarks it was found in. An issue filed before groups carries the
@@ -240,7 +241,8 @@ def file_issues(
     plot_kept: bool = True,
 ) -> list[Filed]:
     """One issue per culprit (or a comment on its open twin). Nothing for other outcomes."""
-    if result.status is not Status.CULPRIT_FOUND:
+    if result.status not in (Status.CULPRIT_FOUND, Status.PARTIAL):
+        # a partial attribution names its culprits too (its report says what is left unexplained)
         why = f"not filed in {sink.target}: status {result.status.value}; only a found culprit opens an issue (use --comment-on)"
         log(why)
         return [Filed("skipped", why)]
