@@ -141,7 +141,7 @@ def mirror_url(url: str, dest: Path, timeout_s: float, allow_http: bool = False)
         argv = ["git", "clone", "--mirror", "--quiet", "--", url, str(dest)]
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": allowed_protocols(allow_http)}
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         raise RepoError(f"{url}: fetching timed out after {timeout_s:g} s") from None
     if proc.returncode != 0:
@@ -304,22 +304,46 @@ class Mirror:
 GITLINK_MODE = "160000"
 
 
-def _plumbing(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True)
+def _plumbing(git_dir: Path, *args: str, check: bool = True, bytewise: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """git's output as bytes: a tree's names and a .gitmodules may hold any bytes, not only UTF-8
+    (callers decode). `bytewise`: git's regular expressions match bytes (in a UTF-8 locale `.`
+    matches no byte that is not UTF-8, and a key holding one would be missed)."""
+    env = {**os.environ, "LC_ALL": "C"} if bytewise else None
+    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, env=env)
     if check and proc.returncode != 0:
-        raise RepoError(f"{git_dir}: git {args[0]}: {git_failure_line(proc.stderr, proc.returncode)}")
+        raise RepoError(f"{git_dir}: git {args[0]}: {_failure(proc)}")
     return proc
 
 
+def _failure(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return git_failure_line(proc.stderr.decode(errors="replace"), proc.returncode)
+
+
+def is_text(name: str) -> bool:
+    """Whether a name read from git (decoded with surrogateescape) was UTF-8: one that was not
+    can name a file, but never goes into a message, a key or a result as it is."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(name: str) -> str:
+    """A name read from git as a message may hold it: bytes that are not UTF-8 as \\xNN."""
+    return name.encode(errors="surrogateescape").decode(errors="backslashreplace")
+
+
 def gitlinks(git_dir: Path, sha: str) -> dict[str, str]:
-    """{path: pinned commit} of every gitlink in `sha`'s tree (not descending into them)."""
+    """{path: pinned commit} of every gitlink in `sha`'s tree (not descending into them). A
+    path that is not UTF-8 is kept, decoded with surrogateescape (is_text says which)."""
     out = _plumbing(git_dir, "ls-tree", "-r", "-z", "--full-tree", sha).stdout
     links = {}
-    for entry in out.split("\0"):
-        meta, _, path = entry.partition("\t")
+    for entry in out.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
         parts = meta.split()
-        if len(parts) == 3 and parts[0] == GITLINK_MODE:
-            links[path] = parts[2]
+        if len(parts) == 3 and parts[0] == GITLINK_MODE.encode():
+            links[path.decode(errors="surrogateescape")] = parts[2].decode()
     return links
 
 
@@ -331,16 +355,22 @@ def gitlink_changes(git_dir: Path, before: str, after: str) -> dict[str, tuple[s
 
 
 def submodule_urls(git_dir: Path, sha: str) -> dict[str, str]:
-    """{path: url} from the .gitmodules of commit `sha` ({} when it has none)."""
+    """{path: url} from the .gitmodules of commit `sha` ({} when it has none); paths and URLs
+    decoded with surrogateescape, as gitlinks' paths are. RepoError in one line when the file is
+    there and git cannot read it."""
     proc = _plumbing(
-        git_dir, "config", "--blob", f"{sha}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$", check=False
-    )
+        git_dir, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$",
+        check=False, bytewise=True,
+    )  # fmt: skip
     if proc.returncode != 0:
-        return {}
+        # no submodule keys (1, nothing said), no .gitmodules, or one git cannot read (it says why)
+        if not proc.stderr.strip() or blob_size(git_dir, sha, ".gitmodules") is None:
+            return {}
+        raise RepoError(f".gitmodules of {sha[:10]}: {_failure(proc)}")
     paths: dict[str, str] = {}
     urls: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition(" ")
+    for entry in proc.stdout.split(b"\0"):
+        key, _, value = entry.decode(errors="surrogateescape").partition("\n")
         name, _, field = key[len("submodule.") :].rpartition(".")
         (paths if field == "path" else urls)[name] = value.strip()
     return {paths[n].rstrip("/"): urls[n] for n in paths if n in urls}
@@ -373,7 +403,7 @@ def tree_with_gitlinks(git_dir: Path, sha: str, links: dict[str, str], scratch_i
             *(["update-index", "--add", "--cacheinfo", f"{GITLINK_MODE},{c},{p}"] for p, c in sorted(links.items())),
         ):
             subprocess.run(["git", "--git-dir", str(git_dir), *args], env=env, check=True, capture_output=True)
-        out = subprocess.run(["git", "--git-dir", str(git_dir), "write-tree"], env=env, check=True, capture_output=True, text=True)
+        out = subprocess.run(["git", "--git-dir", str(git_dir), "write-tree"], env=env, check=True, capture_output=True, text=True, errors="replace")
     except subprocess.CalledProcessError as exc:
         raise RepoError(f"{git_dir}: cannot write the tree of {sha[:10]} with moved pins: {exc.stderr!s}") from None
     finally:
@@ -381,10 +411,23 @@ def tree_with_gitlinks(git_dir: Path, sha: str, links: dict[str, str], scratch_i
     return out.stdout.strip()
 
 
-def read_blob(git_dir: Path, sha: str, path: str) -> str | None:
-    """The text of `path` in commit `sha`, or None when it has no such file."""
-    proc = _plumbing(git_dir, "cat-file", "-p", f"{sha}:{path}", check=False)
-    return proc.stdout if proc.returncode == 0 else None
+def blob_size(git_dir: Path, sha: str, path: str) -> int | None:
+    """The size of file `path` in commit `sha`; None when it has no such file."""
+    kind = _plumbing(git_dir, "cat-file", "-t", f"{sha}:{path}", check=False)
+    if kind.returncode != 0 or kind.stdout.strip() != b"blob":
+        return None
+    return int(_plumbing(git_dir, "cat-file", "-s", f"{sha}:{path}").stdout)
+
+
+def read_blob(git_dir: Path, sha: str, path: str, max_bytes: int) -> bytes | None:
+    """The bytes of file `path` in commit `sha`, or None when it has no such file; RepoError
+    when it is larger than `max_bytes` (its size is asked first: nothing larger is read)."""
+    n = blob_size(git_dir, sha, path)
+    if n is None:
+        return None
+    if n > max_bytes:
+        raise RepoError(f"{path} at {sha[:10]} is {n} bytes; at most {max_bytes} are read")
+    return _plumbing(git_dir, "cat-file", "blob", f"{sha}:{path}").stdout
 
 
 def has_commit(git_dir: Path, sha: str) -> bool:
@@ -398,7 +441,7 @@ def fetch_commit(git_dir: Path, sha: str, timeout_s: float, allow_http: bool) ->
     try:
         subprocess.run(
             ["git", "--git-dir", str(git_dir), "fetch", "--quiet", "origin", sha],
-            capture_output=True, text=True, timeout=timeout_s, env=env,
+            capture_output=True, text=True, errors="replace", timeout=timeout_s, env=env,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         pass
@@ -413,5 +456,5 @@ def add_worktree(git_dir: Path, sha: str, path: Path) -> None:
 
 def origin_of(repo_path: Path) -> str:
     """What a relative submodule URL is relative to: the repository's origin URL, else its path."""
-    proc = subprocess.run(["git", "-C", str(repo_path), "config", "remote.origin.url"], capture_output=True, text=True)
+    proc = subprocess.run(["git", "-C", str(repo_path), "config", "remote.origin.url"], capture_output=True, text=True, errors="surrogateescape")
     return proc.stdout.strip() or str(repo_path)

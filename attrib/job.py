@@ -234,6 +234,7 @@ def run_bisect(
     with opened(p) as tools:
         events = watch = watched(tools.executor, p.recipe, events)
         wrap = wrap_runner or (lambda r: r)
+        tools.builder.checkouts.check_references(p.good, p.bad)  # a bad .gitmodules or pin file: exit 2
         prebuilt = tools.builder.prebuilt_among(p.repo.first_parent_chain(p.good, p.bad))
         settings = Settings(
             config, seed, p.recipe.search_method, probes, deadline, paths=p.recipe.search_paths, prebuilt=prebuilt

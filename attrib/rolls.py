@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from attrib.core.model import BuildRecord, CommitInfo, RollRelation
 from attrib.errors import RepoError
 from attrib.evaluate.builds import CheckoutBuilder
-from attrib.gitrepo import GitRepo, gitlink_changes, resolve_submodule_url, submodule_urls
+from attrib.gitrepo import GitRepo, gitlink_changes, is_text, resolve_submodule_url, shown, submodule_urls
 from attrib.outcome import RollSource
 
 
@@ -54,9 +54,16 @@ class Level:
         git_dir = self.graph.git_dir
         out = []
         if changes := gitlink_changes(git_dir, parent, sha):
-            urls = submodule_urls(git_dir, sha)
+            try:
+                urls, unread = submodule_urls(git_dir, sha), ""
+            except RepoError as exc:
+                urls, unread = {}, str(exc)
             for rel, (old, new) in changes.items():
                 full = f"{self.path}/{rel}" if self.path else rel
+                if unread or not is_text(full) or not is_text(urls.get(rel, "")):
+                    why = unread or "its path or its url in .gitmodules is not UTF-8"
+                    out.append(RollSource(shown(full), "", old, new, RollRelation.UNAVAILABLE, why))
+                    continue
                 url = resolve_submodule_url(self.url, urls[rel]) if rel in urls else None
                 out.append(self._roll(parent, full, old, new, url))
         if not self.path:

@@ -68,7 +68,8 @@ class CheckoutBuilder:
     def key(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> str:
         tree, pins = self.checkouts.identity(commit.sha, commit.tree, overrides)
         blob = "\n".join([tree, *pins, self.spec.cache_identity(), self.executor.identity()])
-        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+        # surrogateescape: a path read from git need not be UTF-8 (the same bytes, the same key)
+        return hashlib.sha256(blob.encode(errors="surrogateescape")).hexdigest()[:24]
 
     def build(self, commit: CommitInfo, overrides: Overrides = NO_OVERRIDES) -> BuildRecord:
         """`overrides`: dependencies at other commits than the pins (evaluate/checkouts.py)."""

@@ -21,6 +21,11 @@ _DEPENDENCY: dict[str, tuple[Check, bool]] = {
     "path": (_RELATIVE, True),
 }
 _SHA = re.compile(r"[0-9a-f]{40}")
+# A pin file is read only up to a size (docs/recipes.md, Dependencies): a pin is a commit id,
+# so a file that holds one on its first line is small; a DEPS-like file read with pin_match
+# holds other lines too (Chromium's DEPS is ~200 KiB).
+PIN_FILE_MAX_BYTES = 4096
+PIN_MATCH_FILE_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,11 @@ class DependencySpec:
 
     def identity(self) -> str:
         return f"dependency {self.path} from {self.repository} pinned by {self.pin} {self.pin_match or ''}".rstrip()
+
+    @property
+    def max_bytes(self) -> int:
+        """How much of the pin file is read: larger is refused before it is read."""
+        return PIN_FILE_MAX_BYTES if self.pin_match is None else PIN_MATCH_FILE_MAX_BYTES
 
     def commit_in(self, text: str) -> str | None:
         """The full commit the pin file's text names, or None."""
