@@ -5,7 +5,7 @@ streamed through files (s38).
         [--trials 2] [--work /tmp/attrib-prebuilt-memory] [--out OUT.json]
 
 One archive: a tar of one file `bench` of `--mib` MiB of random bytes (incompressible), unpacked
-by `PrebuiltArchives.unpack` / `GithubArtifacts.unpack` of each source tree (`--old`: a tree of
+by `prebuilt_archives(...).unpack` / `GithubArtifacts.unpack` of each source tree (`--old`: a tree of
 attrib before the change, e.g. `git archive <rev> attrib | tar -x -C /tmp/attrib-old`; `--new`:
 this one), each measurement in a fresh subprocess (PYTHONPATH = that tree; the child prints the
 `attrib` it imported), three ways:
@@ -58,7 +58,7 @@ CHILD = r"""
 import json, resource, sys
 from pathlib import Path
 import attrib
-from attrib.evaluate.prebuilt import PrebuiltArchives
+from attrib.evaluate.prebuilt import prebuilt_archives
 from attrib.evaluate.prebuilt_github import GithubArtifacts
 from attrib.recipe import PrebuiltGithub
 
@@ -69,7 +69,7 @@ if way == "github":
     api, repo, workflow, token = where.split(" ")
     source = GithubArtifacts(PrebuiltGithub(repo, workflow, "bench-{sha}", api, "BENCH_TOKEN"), ("bench",), {"BENCH_TOKEN": token})
 else:
-    source = PrebuiltArchives(where, ("bench",))
+    source = prebuilt_archives(where, ("bench",))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 got = source.unpack(sha, checkout, work / "scratch" / "prebuilt-key")
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -25,7 +25,7 @@ from attrib.errors import ConfigError
 from attrib.evaluate import prebuilt
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
-from attrib.evaluate.prebuilt import MAX_LOOKUPS, PrebuiltArchives
+from attrib.evaluate.prebuilt import MAX_LOOKUPS, PrebuiltSource, prebuilt_archives
 from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BuildSpec, parse_recipe
 from attrib.workdir import WorkDir
@@ -192,7 +192,7 @@ def test_over_http_the_search_asks_a_bounded_spread_of_the_range(tmp_path):
     thread.start()
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        found = PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).among(shas)
+        found = prebuilt_archives(url + "/{sha}.tar.gz", ("bench",)).among(shas)
     finally:
         httpd.shutdown()
         thread.join(5)
@@ -224,14 +224,14 @@ def test_over_http_a_server_that_does_not_answer_is_asked_about_one_commit(tmp_p
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         shas = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(40)]
-        assert PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).among(shas) == frozenset()
+        assert prebuilt_archives(url + "/{sha}.tar.gz", ("bench",)).among(shas) == frozenset()
     finally:
         listener.close()
         thread.join(5)
     assert 1 <= len(accepted) <= 2  # one commit, its client's two attempts: not 40 commits' worth
 
 
-def _unpack_spied(monkeypatch, source: PrebuiltArchives, sha: str, tmp_path: Path):
+def _unpack_spied(monkeypatch, source: PrebuiltSource, sha: str, tmp_path: Path):
     """`source.unpack` of `sha`, with what unpack_tar was handed (the path, whether it was a
     file then, its size); and whether the scratch dir was left behind."""
     seen: list[tuple[Path, bool, int]] = []
@@ -255,13 +255,13 @@ def test_an_archive_is_unpacked_from_a_file_never_from_memory(monkeypatch, tmp_p
     archive = _tar({"bench": b"\x7fELF a binary"})
     store = tmp_path / "store"
     _publish(store, sha, archive)
-    got, seen, left, checkout = _unpack_spied(monkeypatch, PrebuiltArchives(f"{store}/{{sha}}.tar.gz", ("bench",)), sha, tmp_path)
+    got, seen, left, checkout = _unpack_spied(monkeypatch, prebuilt_archives(f"{store}/{{sha}}.tar.gz", ("bench",)), sha, tmp_path)
     assert got == prebuilt.Unpacked(checked=True) and (checkout / "bench").read_bytes() == b"\x7fELF a binary"
     assert seen == [(store / f"{sha}.tar.gz", True, len(archive))] and not left  # no copy of it
 
     root, url = server
     _publish(root, sha, archive)
-    got, seen, left, _ = _unpack_spied(monkeypatch, PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)), sha, tmp_path)
+    got, seen, left, _ = _unpack_spied(monkeypatch, prebuilt_archives(url + "/{sha}.tar.gz", ("bench",)), sha, tmp_path)
     assert got == prebuilt.Unpacked(checked=True)
     ((path, was_file, size),) = seen
     assert was_file and size == len(archive) and path.parent == tmp_path / "work" / "scratch" / "prebuilt-key"
@@ -298,7 +298,7 @@ def test_an_http_archive_whose_connection_drops_is_fetched_again_whole(tmp_path)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        source = PrebuiltArchives(f"http://127.0.0.1:{httpd.server_address[1]}/{{sha}}.tar.gz", ("bench",))
+        source = prebuilt_archives(f"http://127.0.0.1:{httpd.server_address[1]}/{{sha}}.tar.gz", ("bench",))
         checkout = tmp_path / "checkout"
         checkout.mkdir()
         got = source.unpack(sha, checkout, tmp_path / "scratch")
@@ -317,7 +317,7 @@ def test_an_http_archive_too_large_is_refused_and_leaves_nothing(monkeypatch, tm
     monkeypatch.setattr(prebuilt, "MAX_ARCHIVE_BYTES", 4096)
     checkout, scratch = tmp_path / "checkout", tmp_path / "scratch"
     checkout.mkdir()
-    got = PrebuiltArchives(url + "/{sha}.tar.gz", ("bench",)).unpack(sha, checkout, scratch)
+    got = prebuilt_archives(url + "/{sha}.tar.gz", ("bench",)).unpack(sha, checkout, scratch)
     assert isinstance(got, prebuilt.Unusable) and got.why.endswith("the answer is longer than 4096 bytes"), got
     assert got.why.startswith(f"prebuilt {url}/{sha}.tar.gz: ")
     assert not scratch.exists() and not any(checkout.iterdir())

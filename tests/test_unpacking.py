@@ -29,7 +29,7 @@ from attrib.core.model import BuildHow
 from attrib.evaluate import prebuilt_github, unpacking
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
-from attrib.evaluate.prebuilt import PrebuiltArchives, Unpacked, Unusable
+from attrib.evaluate.prebuilt import Unpacked, Unusable, prebuilt_archives
 from attrib.evaluate.prebuilt_github import GithubArtifacts
 from attrib.gitrepo import GitRepo, Mirror
 from attrib.recipe import BuildSpec, PrebuiltGithub
@@ -115,7 +115,7 @@ def _from_directory(tmp_path: Path, archive: bytes, place) -> Unpacked | Unusabl
     store = tmp_path / "store"
     store.mkdir(exist_ok=True)
     (store / f"{SHA}.tar.gz").write_bytes(archive)
-    return PrebuiltArchives(f"{store}/{{sha}}.tar.gz", ("bench",)).unpack(SHA, checkout, scratch)
+    return prebuilt_archives(f"{store}/{{sha}}.tar.gz", ("bench",)).unpack(SHA, checkout, scratch)
 
 
 def _from_github(monkeypatch, zipped: bytes, place) -> Unpacked | Unusable:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TextIO
 
 from attrib.core.model import BuildHow, CacheServed
-from attrib.evaluate.compiler_cache import CompilerCacheUse
+from attrib.evaluate.compiler_cache import CompilerCacheUse, compiler_cache_use
 from attrib.evaluate.executors import Executor
 from attrib.evaluate.incremental import IncrementalTrees
-from attrib.evaluate.prebuilt import PrebuiltArchives, PrebuiltSource, Unpacked
+from attrib.evaluate.prebuilt import PrebuiltSource, Unpacked, prebuilt_archives
 from attrib.evaluate.prebuilt_github import GithubArtifacts
 from attrib.recipe import BuildSpec
 
@@ -42,7 +42,7 @@ class BuildStep:
     ) -> None:
         self.executor = executor
         self.spec = spec
-        self.cache = CompilerCacheUse(spec, cache_dir, executor) if spec.cache and cache_dir else None
+        self.cache = compiler_cache_use(spec, cache_dir, executor) if spec.cache and cache_dir else None
         self.incremental = incremental
         self.prebuilt = prebuilt_source(spec)
 
@@ -125,7 +125,7 @@ class BuildStep:
 def prebuilt_source(spec: BuildSpec) -> PrebuiltSource | None:
     """Where the recipe says a commit's build may already exist, if it does (at most one)."""
     if spec.prebuilt:
-        return PrebuiltArchives(spec.prebuilt, spec.artifacts)
+        return prebuilt_archives(spec.prebuilt, spec.artifacts)
     if spec.prebuilt_github is not None:
         return GithubArtifacts(spec.prebuilt_github, spec.artifacts)
     return None

@@ -30,6 +30,7 @@ import json
 import shlex
 import shutil
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,13 +76,21 @@ def default_dir(spec: BuildSpec, workdir_cache: Path) -> Path | None:
     return Path(spec.cache_dir) if spec.cache_dir else workdir_cache
 
 
-class CompilerCacheUse:
+def compiler_cache_use(spec: BuildSpec, host_dir: Path, executor: Executor) -> CompilerCacheUse:
+    """The recipe's tool, as the builder uses it (the one place the tool is told apart)."""
+    assert spec.cache is not None
+    use = CcacheUse if spec.cache is CompilerCache.CCACHE else SccacheUse
+    return use(spec, host_dir, executor)
+
+
+class CompilerCacheUse(ABC):
     """One builder's compiler cache: the environment each build runs with, the command wrap that
-    collects sccache's figures, and what each build was served."""
+    collects sccache's figures, and what each build was served. What the tools share is here;
+    what differs is each tool's class (`CcacheUse`, `SccacheUse`)."""
+
+    tool: CompilerCache
 
     def __init__(self, spec: BuildSpec, host_dir: Path, executor: Executor) -> None:
-        assert spec.cache is not None
-        self.tool = spec.cache
         self.size = spec.cache_size
         self.host_dir = host_dir
         self.in_container = executor.name == ExecutorKind.DOCKER
@@ -114,19 +123,75 @@ class CompilerCacheUse:
 
     def env(self, key: str, checkout: Path) -> dict[str, str]:
         base = CONTAINER_CHECKOUT if self.in_container else str(checkout)
-        common = self._paths() | {
-            "CMAKE_C_COMPILER_LAUNCHER": self.program,
-            "CMAKE_CXX_COMPILER_LAUNCHER": self.program,
-            "CMAKE_CUDA_COMPILER_LAUNCHER": self.program,
-        }
-        if self.tool is CompilerCache.CCACHE:
-            return common | {
-                "CCACHE_DIR": self.exec_dir,
-                "CCACHE_MAXSIZE": self.size.upper(),
-                "CCACHE_BASEDIR": base,
-                "CCACHE_STATSLOG": f"{self.exec_dir}/{STATS}/{key}.log",
+        return (
+            self._paths()
+            | {
+                "CMAKE_C_COMPILER_LAUNCHER": self.program,
+                "CMAKE_CXX_COMPILER_LAUNCHER": self.program,
+                "CMAKE_CUDA_COMPILER_LAUNCHER": self.program,
             }
-        return common | {
+            | self._tool_env(key, base)
+        )
+
+    @abstractmethod
+    def _tool_env(self, key: str, base: str) -> dict[str, str]:
+        """The tool's own variables: its directory, size, base dir (`base`) and statistics."""
+
+    @abstractmethod
+    def bypass(self) -> dict[str, str]:
+        """Compile everything and store it anew, serving nothing: a build the cache cannot have
+        changed (and a poisoned entry is overwritten on the way)."""
+
+    def wrap(self, command: str, key: str, index: int) -> str:
+        """The command as the build runs it (as written, unless the tool needs more)."""
+        return command
+
+    def start(self, key: str) -> None:
+        """Forget what an earlier attempt of this build left (a rebuild appends to nothing)."""
+        for path in (self.host_dir / STATS).glob(f"{key}.*"):
+            path.unlink(missing_ok=True)
+
+    def counts(self, key: str) -> CacheCounts | None:
+        """What the build was served; None when its figures cannot be read."""
+        try:
+            return self._counts(self.host_dir / STATS, key)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    @abstractmethod
+    def _counts(self, stats: Path, key: str) -> CacheCounts | None:
+        """The build's figures from the `stats` folder (a malformed one raises)."""
+
+
+class CcacheUse(CompilerCacheUse):
+    """ccache: each compilation's outcome appended to a statistics log of the build's own."""
+
+    tool = CompilerCache.CCACHE
+
+    def _tool_env(self, key: str, base: str) -> dict[str, str]:
+        return {
+            "CCACHE_DIR": self.exec_dir,
+            "CCACHE_MAXSIZE": self.size.upper(),
+            "CCACHE_BASEDIR": base,
+            "CCACHE_STATSLOG": f"{self.exec_dir}/{STATS}/{key}.log",
+        }
+
+    def bypass(self) -> dict[str, str]:
+        return {"CCACHE_RECACHE": "1"}
+
+    def _counts(self, stats: Path, key: str) -> CacheCounts | None:
+        log = stats / f"{key}.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return CacheCounts(sum(x in _CCACHE_HITS for x in lines), sum(x in _CCACHE_MISSES for x in lines))
+
+
+class SccacheUse(CompilerCacheUse):
+    """sccache: a server of each command's own, asked for its statistics and stopped after it."""
+
+    tool = CompilerCache.SCCACHE
+
+    def _tool_env(self, key: str, base: str) -> dict[str, str]:
+        return {
             "SCCACHE_DIR": self.exec_dir,
             "SCCACHE_CACHE_SIZE": self.size.upper(),
             # direct mode off: sccache 0.16's served the previous checkout's object after a header
@@ -137,15 +202,10 @@ class CompilerCacheUse:
         }
 
     def bypass(self) -> dict[str, str]:
-        """Compile everything and store it anew, serving nothing: a build the cache cannot have
-        changed (and a poisoned entry is overwritten on the way)."""
-        return {"CCACHE_RECACHE": "1"} if self.tool is CompilerCache.CCACHE else {"SCCACHE_RECACHE": "1"}
+        return {"SCCACHE_RECACHE": "1"}
 
     def wrap(self, command: str, key: str, index: int) -> str:
-        """The command as the build runs it: sccache's server is asked and stopped in the same
-        shell; ccache's log needs nothing."""
-        if self.tool is CompilerCache.CCACHE:
-            return command
+        """The command, with sccache's server asked and stopped in the same shell."""
         stats = f'"${STATS_DIR_VAR}"/' + shlex.quote(f"{key}.{index}.json")
         cache = f'"${CACHE_PROGRAM_VAR}"'
         return (
@@ -155,27 +215,13 @@ class CompilerCacheUse:
             f' {cache} --stop-server >/dev/null 2>&1; rm -rf "$attrib_uds"; exit $rc'
         )
 
-    def start(self, key: str) -> None:
-        """Forget what an earlier attempt of this build left (a rebuild appends to nothing)."""
-        for path in (self.host_dir / STATS).glob(f"{key}.*"):
-            path.unlink(missing_ok=True)
-
-    def counts(self, key: str) -> CacheCounts | None:
-        """What the build was served; None when its figures cannot be read."""
-        stats = self.host_dir / STATS
-        try:
-            if self.tool is CompilerCache.CCACHE:
-                log = stats / f"{key}.log"
-                lines = log.read_text().splitlines() if log.exists() else []
-                return CacheCounts(sum(x in _CCACHE_HITS for x in lines), sum(x in _CCACHE_MISSES for x in lines))
-            hits = misses = 0
-            files = sorted(stats.glob(f"{key}.*.json"))
-            if not files:
-                return None
-            for path in files:
-                figures = json.loads(path.read_text())["stats"]
-                hits += sum(figures["cache_hits"]["counts"].values())
-                misses += sum(figures["cache_misses"]["counts"].values())
-            return CacheCounts(hits, misses)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    def _counts(self, stats: Path, key: str) -> CacheCounts | None:
+        hits = misses = 0
+        files = sorted(stats.glob(f"{key}.*.json"))
+        if not files:
             return None
+        for path in files:
+            figures = json.loads(path.read_text())["stats"]
+            hits += sum(figures["cache_hits"]["counts"].values())
+            misses += sum(figures["cache_misses"]["counts"].values())
+        return CacheCounts(hits, misses)

@@ -27,6 +27,7 @@ import shutil
 import urllib.parse
 import zipfile
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,46 +112,24 @@ def install(
         return None
 
 
-class PrebuiltArchives:
-    def __init__(self, template: str, artifacts: tuple[str, ...], client: HttpClient | None = None) -> None:
+def prebuilt_archives(template: str, artifacts: tuple[str, ...], client: HttpClient | None = None) -> PrebuiltSource:
+    """`[build] prebuilt`: archives served over HTTP(S), or lying in a directory."""
+    if template.startswith(("http://", "https://")):
+        return ArchiveServer(template, artifacts, client)
+    return ArchiveDirectory(template, artifacts)
+
+
+class _Archives(ABC):
+    """What both places of archives share: the template, and unpacking a commit's archive
+    after checking it against its published digest. Where the two bytes come from is the
+    variant's (`_archive`, `_digest`)."""
+
+    def __init__(self, template: str, artifacts: tuple[str, ...]) -> None:
         self.template = template
         self.artifacts = artifacts
-        self.remote = template.startswith(("http://", "https://"))
-        self.client = client
 
     def where(self, sha: str) -> str:
         return self.template.replace("{sha}", sha)
-
-    def among(self, shas: list[str]) -> frozenset[str]:
-        """The commits of `shas` whose archive is there (for the search's preference): every one
-        in a directory; over HTTP at most MAX_LOOKUPS of them, spread over the list (a HEAD
-        each), and none more after a server that does not answer."""
-        if not self.remote:
-            return frozenset(s for s in shas if self.exists(s))
-        found = set()
-        for sha in spread(shas, MAX_LOOKUPS):
-            there = self._head(sha)
-            if there is None:
-                break  # the rest would wait for the same silence
-            if there:
-                found.add(sha)
-        return frozenset(found)
-
-    def exists(self, sha: str) -> bool:
-        """Whether `sha`'s archive is there (a file; an HTTP HEAD answered 2xx), not whether it
-        is sound: unpacking checks that."""
-        if not self.remote:
-            return Path(self.where(sha)).is_file()
-        return bool(self._head(sha))
-
-    def _head(self, sha: str) -> bool | None:
-        """Whether an HTTP HEAD of `sha`'s archive answered 2xx; None: no answer."""
-        where = self.where(sha)
-        client = self.client or _client(where)
-        try:
-            return 200 <= client.send("HEAD", where[len(client.base_url) :], max_bytes=0).status < 300
-        except (PrebuiltUnavailable, ResponseTooLarge):
-            return None
 
     def unpack(self, sha: str, checkout: Path, scratch: Path) -> Unpacked | Unusable:
         """`sha`'s archive unpacked into `checkout`, or why not. An HTTP archive is downloaded
@@ -175,21 +154,81 @@ class PrebuiltArchives:
             bad = install(label, lambda into: unpack_tar(archive, into), checkout, scratch / "tree", self.artifacts)
             return bad or Unpacked(checked=bool(published))
 
+    @abstractmethod
     def _archive(self, where: str, download: Path) -> Path | Unusable:
-        """The archive's file: where it lies in a directory (opened, not copied), or `download`
-        with the HTTP answer's body written to it."""
-        if not self.remote:
-            path = Path(where)
-            try:
-                if path.stat().st_size > MAX_ARCHIVE_BYTES:
-                    return Unusable(f"prebuilt {where}: larger than {MAX_ARCHIVE_BYTES >> 20} MiB")
-                with path.open("rb"):
-                    pass  # readable: a refusal is said here, not as an archive that does not unpack
-                return path
-            except FileNotFoundError:
-                return Unusable(f"no prebuilt archive at {where}")
-            except OSError as exc:
-                return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
+        """The archive's file (written to `download` when it has to be fetched), or why not."""
+
+    @abstractmethod
+    def _digest(self, where: str) -> bytes | Unusable:
+        """The published digest file's bytes; b"" when there is none."""
+
+
+class ArchiveDirectory(_Archives):
+    """Archives by path: read where they lie, never copied."""
+
+    def among(self, shas: list[str]) -> frozenset[str]:
+        """The commits of `shas` whose archive is there (for the search's preference): every one."""
+        return frozenset(s for s in shas if Path(self.where(s)).is_file())
+
+    def _archive(self, where: str, download: Path) -> Path | Unusable:
+        """The archive's file where it lies (opened, not copied; `download` is unused)."""
+        path = Path(where)
+        try:
+            if path.stat().st_size > MAX_ARCHIVE_BYTES:
+                return Unusable(f"prebuilt {where}: larger than {MAX_ARCHIVE_BYTES >> 20} MiB")
+            with path.open("rb"):
+                pass  # readable: a refusal is said here, not as an archive that does not unpack
+            return path
+        except FileNotFoundError:
+            return Unusable(f"no prebuilt archive at {where}")
+        except OSError as exc:
+            return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
+
+    def _digest(self, where: str) -> bytes | Unusable:
+        """The published digest file's bytes; b"" when there is none."""
+        path = Path(where)
+        try:
+            if path.stat().st_size > MAX_DIGEST_BYTES:
+                return Unusable(f"prebuilt {where}: larger than {MAX_DIGEST_BYTES >> 10} KiB")
+            return path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
+
+
+class ArchiveServer(_Archives):
+    """Archives by URL, through attrib/http.py (its bounds and retries): a HEAD to ask, a GET
+    written to a file as it arrives."""
+
+    def __init__(self, template: str, artifacts: tuple[str, ...], client: HttpClient | None = None) -> None:
+        super().__init__(template, artifacts)
+        self.client = client
+
+    def among(self, shas: list[str]) -> frozenset[str]:
+        """The commits of `shas` whose archive is there (for the search's preference): at most
+        MAX_LOOKUPS of them, spread over the list (a HEAD each), and none more after a server
+        that does not answer. Whether one is there, not whether it is sound: unpacking checks."""
+        found = set()
+        for sha in spread(shas, MAX_LOOKUPS):
+            there = self._head(sha)
+            if there is None:
+                break  # the rest would wait for the same silence
+            if there:
+                found.add(sha)
+        return frozenset(found)
+
+    def _head(self, sha: str) -> bool | None:
+        """Whether an HTTP HEAD of `sha`'s archive answered 2xx; None: no answer."""
+        where = self.where(sha)
+        client = self.client or _client(where)
+        try:
+            return 200 <= client.send("HEAD", where[len(client.base_url) :], max_bytes=0).status < 300
+        except (PrebuiltUnavailable, ResponseTooLarge):
+            return None
+
+    def _archive(self, where: str, download: Path) -> Path | Unusable:
+        """`download`, with the HTTP answer's body written to it."""
         got = self._get(where, MAX_ARCHIVE_BYTES, download)
         if isinstance(got, Unusable):
             return got
@@ -197,16 +236,6 @@ class PrebuiltArchives:
 
     def _digest(self, where: str) -> bytes | Unusable:
         """The published digest file's bytes; b"" when there is none."""
-        if not self.remote:
-            path = Path(where)
-            try:
-                if path.stat().st_size > MAX_DIGEST_BYTES:
-                    return Unusable(f"prebuilt {where}: larger than {MAX_DIGEST_BYTES >> 10} KiB")
-                return path.read_bytes()
-            except FileNotFoundError:
-                return b""
-            except OSError as exc:
-                return Unusable(f"prebuilt {where}: cannot be read ({exc.strerror})")
         got = self._get(where, MAX_DIGEST_BYTES, None)
         return b"" if got is None else got
 
