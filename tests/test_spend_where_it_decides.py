@@ -164,3 +164,21 @@ def test_a_pair_of_large_artifacts_is_not_read_to_be_diagnosed(tmp_path):
         with (root / "bench").open("r+b") as f:
             f.truncate(4096)
     assert diagnose(*roots, a, b) == (ArtifactTrap.TIMESTAMP,)
+
+
+def test_a_pair_identical_to_the_decided_pair_takes_its_data():
+    # issue 39: the binary changes only at the culprit, so every commit before it is good's
+    # binary and every one from it on is bad's; the confirmation of culprit^ against culprit is
+    # then the preflight's pair again, resumed from its paired shifts, and a search round whose
+    # every commit turned out a twin measures no reference block beside nothing
+    hist = linear_history(60, {37: 4.0}, binary_changes=set())
+    with_art = run_simulated(hist, NOISE, 4, min_change_pct=2.0)
+    out = with_art.outcome
+    assert list(with_art.culprits) == ["c037"] and with_art.status == "culprit_found"
+    pre = next(c for c in out.comparisons if c.purpose is Purpose.PREFLIGHT)
+    (confirm,) = [c for c in out.comparisons if c.purpose is Purpose.CONFIRM]
+    assert (confirm.candidate, confirm.reference) == (pre.candidate, pre.reference) == (hist.bad, hist.good)
+    assert confirm.diffs[: len(pre.diffs)] == pre.diffs and confirm.samples < 2 * 10 * len(confirm.diffs)
+    plain = run_simulated(linear_history(60, {37: 4.0}), NOISE, 4, min_change_pct=2.0)
+    assert list(plain.culprits) == ["c037"]
+    assert with_art.samples <= 0.4 * plain.samples, (with_art.samples, plain.samples)

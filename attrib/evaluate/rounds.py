@@ -149,7 +149,8 @@ class Rounds:
                 c.diffs for c in self.ledger.comparisons[self.sizing.resized_at :]
                 if len(c.diffs) >= 2 and not c.same_artifact_as
             ]  # fmt: skip
-            diffs = {c: list((resume or {}).get(c, ())) for c in active}
+            earlier = resume if resume is not None else self._decided_pair(active, reference, purpose)
+            diffs = {c: list(earlier.get(c, ())) for c in active}
             test = _Test(reference, purpose, config, beside, active, diffs, history, results)
             while test.active and self._round(test):
                 pass
@@ -157,6 +158,24 @@ class Rounds:
             times.comparisons += 1
             times.decide_s += (self.clock() - started) - (times.measure_s - measured_before)
         return [results[c] for c in candidates]
+
+    def _decided_pair(self, active: Sequence[str], reference: str, purpose: Purpose) -> dict[str, Sequence[float]]:
+        """Same binaries, same data: a confirmation of a pair of binaries already compared and
+        decided at the current block size (the posterior search confirms through stand-ins, so
+        a culprit byte-identical to bad and a parent byte-identical to good confirm as the
+        preflight's pair) is that test again, resumed from its paired shifts rather than
+        measured from nothing; it still draws what its own settings ask beyond them."""
+        if purpose is not Purpose.CONFIRM:
+            return {}
+        found: dict[str, Sequence[float]] = {}
+        for c in reversed(self.ledger.comparisons[self.sizing.resized_at :]):
+            if (
+                c.reference == reference and c.candidate in active and c.candidate not in found
+                and c.purpose is not Purpose.CONFIRM  # a confirmation asked again wants fresh rounds
+                and c.verdict in (Verdict.GOOD, Verdict.BAD) and c.diffs and not c.same_artifact_as
+            ):  # fmt: skip
+                found[c.candidate] = c.diffs
+        return found
 
     def _round(self, t: _Test) -> bool:
         """One round of `t`: the reference, its undecided candidates and the commits beside;

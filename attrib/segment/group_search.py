@@ -110,8 +110,7 @@ class GroupSearch:
                 self.next_phase(req.members)
                 lost = False
                 for m in req.members:
-                    asked = [sha] if sha == reference else [sha, reference]
-                    lost = sha in self.searches[m].measure_round(asked, fresh) or lost
+                    lost = sha in self.searches[m].measure_round([sha], fresh, beside=reference) or lost
                 built.update(fresh)
                 spent += 1
                 if lost:

@@ -69,14 +69,21 @@ class PosteriorSearch:
     def _levels(self, sha: str) -> tuple[list[float], list[int]]:
         return self.scope.evidence.levels(self.scope.evidence.stand_in(sha))
 
-    def measure_round(self, shas: list[str], fresh: set[str]) -> set[str]:
+    def measure_round(self, shas: list[str], fresh: set[str], beside: str | None = None) -> set[str]:
         """One shared round: a block of each of `shas` (their byte-identical stand-ins'), built
         concurrently first; returns those that are hopeless (did not build, or fail as often as
         they run). One of `fresh` (asked to be built) that turns out byte-identical to a
-        measured commit needs no block of its own: its twin's blocks are its data already."""
+        measured commit needs no block of its own: its twin's blocks are its data already.
+        `beside`: the segment's reference, measured in the round to place its blocks
+        (core/posterior.round_corrected), unless every commit asked turned out such a twin:
+        a round with no block to place needs no reference block either."""
         ev = self.scope.evidence
+        shas = [*shas, beside] if beside is not None and beside not in shas else shas
         lost = {s for s in shas if not ev.build(s).ok}  # Evidence.blocks builds them concurrently
-        targets = [s for s in shas if s not in lost and not (s in fresh and ev.stand_in(s) != s)]
+        twins = {s for s in shas if s not in lost and s in fresh and ev.stand_in(s) != s}
+        targets = [s for s in shas if s not in lost and s not in twins]
+        if twins and targets == [beside]:
+            targets = []
         runs = dict(zip(targets, ev.blocks([ev.stand_in(s) for s in targets]), strict=True))
         for sha, ok in runs.items():
             record = self.failures.setdefault(ev.stand_in(sha), [])
@@ -152,7 +159,7 @@ class PosteriorSearch:
                 # the reference runs in every round: its block there is what the machine did
                 # while the others ran (core/posterior.round_corrected)
                 asked = [positions[r.position] for r in reqs]
-                lost = self.measure_round([*asked, reference] if reference not in asked else asked, fresh)
+                lost = self.measure_round(asked, fresh, beside=reference)
                 unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
                 self.mark_inside_breaks(positions, unbuildable)
                 spent += len(reqs)

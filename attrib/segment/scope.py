@@ -115,8 +115,14 @@ class Scope:
         self._whole = comp.diffs
 
     def located(self, confirmation: Comparison) -> None:
-        """A step found (a culprit's, or a smaller step's), by its confirmation: its share."""
-        self._shares.append(confirmation.diffs)
+        """A step found (a culprit's, or a smaller step's), by its confirmation: its share. A
+        confirmation of the preflight's own pair of binaries resumed the preflight's rounds
+        (evaluate/rounds.py: same binary, same data); the remainder reads independent sets, so
+        its share is its own rounds beyond them."""
+        diffs, whole = confirmation.diffs, self._whole or ()
+        if whole and diffs[: len(whole)] == whole:
+            diffs = diffs[len(whole) :]
+        self._shares.append(diffs)
 
     @property
     def delta(self) -> float:
