@@ -20,7 +20,7 @@ from attrib.core.stats import shift_estimate
 from attrib.evaluate.accounts import Ledger
 from attrib.evaluate.artifacts import Artifacts, diagnose
 from attrib.evaluate.records import ArtifactNote, Comparison
-from attrib.evaluate.runners import Runner
+from attrib.evaluate.runners import ArtifactRunner, Runner
 from attrib.events import Events
 
 SAME_ARTIFACT_LLR = 50.0  # identical bytes: as good as certain, but finite for the posterior
@@ -81,8 +81,11 @@ class Builds:
         the runner's own (the cupy runner's compiled module), else None (not known)."""
         rec = self.ledger.tally(sha)
         if rec.artifact is None and rec.build is not None and rec.build.ok:
-            own = getattr(self.runner(), "artifact", None)
-            rec.artifact = rec.build.artifact or (own(Path(rec.build.checkout)) if callable(own) else None) or ""
+            runner = self.runner()
+            if rec.build.artifact or not isinstance(runner, ArtifactRunner):
+                rec.artifact = rec.build.artifact
+            else:
+                rec.artifact = runner.artifact(Path(rec.build.checkout)) or ""
         return rec.artifact or None
 
     def stand_in(self, sha: str) -> str:

@@ -1,8 +1,12 @@
 """Runners measure one built checkout and return samples. Only the `Runner` protocol leaks out.
 
-A runner may also know things about the builds it measured that the samples do not say (the
-static kernel diff of a culprit, the GPU it timed on): it offers them through the optional
-`evidence` method (see `EvidenceRunner`), read once after the bisection by `evidence_of`.
+What a runner may do beyond `run` is declared, each ability a protocol of its own, and asked
+with isinstance, never found by name: `SizedRunner` takes another number of samples per run
+(adaptive blocks, `resized`); `ArtifactRunner` says by content what it runs of a checkout
+beyond the build's artifacts (the cupy runner's compiled module, for evaluate/twins.py);
+`EvidenceRunner` knows things about the builds it measured that the samples do not say (the
+static kernel diff of a culprit, the GPU it timed on), read once after the bisection by
+`evidence_of`. A runner without an ability is asked for none of it.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # The start of a failed run's error when the checkout lacks the benchmark the recipe names. One
 # commit without it is that commit's failed run; both references without it is bad input
@@ -40,6 +44,7 @@ class Runner(Protocol):
     def run(self, checkout: Path) -> RunResult: ...
 
 
+@runtime_checkable
 class SizedRunner(Runner, Protocol):
     """A runner that can take another number of samples per run (adaptive blocks)."""
 
@@ -48,12 +53,17 @@ class SizedRunner(Runner, Protocol):
 
 def resized(runner: Runner, reps: int) -> Runner | None:
     """`runner` taking `reps` samples per run; None when it cannot (a command without {reps},
-    NVBench's own stopping criteria, a runner without the optional method)."""
-    method = getattr(runner, "with_reps", None)
-    if method is None:
-        return None
-    sized: Runner | None = method(reps)
-    return sized
+    NVBench's own stopping criteria, a runner that is no `SizedRunner`)."""
+    return runner.with_reps(reps) if isinstance(runner, SizedRunner) else None
+
+
+@runtime_checkable
+class ArtifactRunner(Runner, Protocol):
+    """A runner that runs something of the checkout the build's artifacts do not name."""
+
+    def artifact(self, checkout: Path) -> str | None:
+        """What it runs of `checkout`, by content (a digest); None: not known."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -82,14 +92,11 @@ class RunnerEvidence:
     gpu: Mapping[str, Any] = field(default_factory=dict)  # the GPU the samples came from; {} if none
 
 
+@runtime_checkable
 class EvidenceRunner(Runner, Protocol):
     def evidence(self, steps: Sequence[Step]) -> RunnerEvidence: ...
 
 
 def evidence_of(runner: Runner, steps: Sequence[Step]) -> RunnerEvidence:
-    """The runner's evidence for `steps`; a runner without the optional method adds nothing."""
-    method = getattr(runner, "evidence", None)
-    if method is None:
-        return RunnerEvidence()
-    evidence: RunnerEvidence = method(steps)
-    return evidence
+    """The runner's evidence for `steps`; a runner that is no `EvidenceRunner` adds nothing."""
+    return runner.evidence(steps) if isinstance(runner, EvidenceRunner) else RunnerEvidence()

@@ -33,7 +33,6 @@ class GbenchRunner:
         self.executor = executor
         self.spec = spec
         self.gbench: GbenchSpec = spec.gbench
-        self.pattern: re.Pattern[str] | None = None  # set by runners/multi.py: rows of a shared run
 
     def argv(self, selection: str | None = None) -> list[str]:
         """`selection`: another --benchmark_filter (one process for several members)."""
@@ -51,10 +50,19 @@ class GbenchRunner:
             return RunResult((), failure, res.duration_s)
         return self.result(res.stdout, argv[0], res.duration_s, lambda: self.listed(checkout))
 
-    def result(self, stdout: str, program: str, duration_s: float, listed: Callable[[], list[str]]) -> RunResult:
+    def result(
+        self,
+        stdout: str,
+        program: str,
+        duration_s: float,
+        listed: Callable[[], list[str]],
+        shared: re.Pattern[str] | None = None,
+    ) -> RunResult:
         """This benchmark's run read from a finished process's JSON (its own, or one run for
         several members, runners/multi.py): the rows its filter selects. `listed`: the binary's
-        own names, asked only when the filter selects none."""
+        own names, asked only when the filter selects none. `shared`: the filter as Python reads
+        it, which splits the rows of a process run for several members; alone (None), the
+        binary applied the filter itself and every row is selected."""
         if not stdout.strip():
             # libbenchmark prints no JSON at all when the filter matches nothing (and exits 0).
             return RunResult((), f"{NO_SUCH_BENCHMARK}{self._matched('no benchmark', listed())}", duration_s)
@@ -62,7 +70,7 @@ class GbenchRunner:
             parsed = parse_gbench(stdout, f"{program} stdout", self.gbench.time)
         except FormatError as exc:
             return RunResult((), str(exc), duration_s)
-        found = [m for m in parsed if self.selects(m.benchmark)]
+        found = [m for m in parsed if shared is None or shared.search(m.benchmark) is not None]
         if len(found) != 1:
             if found:
                 return RunResult(
@@ -82,12 +90,6 @@ class GbenchRunner:
                 (), f"benchmark '{m.benchmark}': {self.gbench.time} {bad!r} is not a positive time", duration_s
             )
         return RunResult(samples, "", duration_s, sample_s=m.sample_s)
-
-    def selects(self, name: str) -> bool:
-        """Whether the filter selects benchmark `name`. Alone, the binary applied the filter
-        itself (every row is selected); in a process run for several members
-        (`self.pattern` set), Python's reading of the filter splits the rows."""
-        return self.pattern is None or self.pattern.search(name) is not None
 
     def _matched(self, how: str, names: list[str]) -> str:
         return f"filter {self.gbench.filter!r} matched {how}; it must match exactly one (names seen: {_names(names)})"

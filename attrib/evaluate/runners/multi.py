@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -63,13 +63,11 @@ class _OneProcess:
     """A run of all members per call, and each member alone on a checkout whose shared run
     failed as a whole (above)."""
 
-    def __init__(
-        self, executor: Executor, benches: Sequence[BenchmarkSpec], solo: Callable[[BenchmarkSpec], Runner]
-    ) -> None:
+    def __init__(self, executor: Executor, benches: Sequence[BenchmarkSpec], members: Sequence[Runner]) -> None:
         self.executor = executor
         self.benches = tuple(benches)
         self.alone: set[Path] = set()  # checkouts whose shared run failed: members run alone there
-        self._solo = {b.name: solo(b) for b in benches}
+        self._solo = {b.name: m for b, m in zip(benches, members, strict=True)}
 
     def run_all(self, checkout: Path, names: Collection[str] | None = None) -> dict[str, RunResult]:
         """One run for the members `names` (those still measuring; None: every member)."""
@@ -93,10 +91,9 @@ class GbenchProcess(_OneProcess):
     """Google Benchmark: one filter for every member, the JSON rows split by each one's."""
 
     def __init__(self, executor: Executor, benches: Sequence[BenchmarkSpec]) -> None:
-        super().__init__(executor, benches, lambda b: GbenchRunner(executor, b))
-        self.readers = [GbenchRunner(executor, b) for b in benches]
-        for reader in self.readers:
-            reader.pattern = re.compile(reader.gbench.filter)  # the recipe checked it reads
+        self.readers = [GbenchRunner(executor, b) for b in benches]  # each member's: alone, and its rows of a shared run
+        super().__init__(executor, benches, self.readers)
+        self.rows = {r.spec.name: re.compile(r.gbench.filter) for r in self.readers}  # the recipe checked it reads
 
     def argv(self, names: Sequence[str]) -> list[str]:
         return self.readers[0].argv("|".join(f"({r.gbench.filter})" for r in self._reading(names)))
@@ -110,15 +107,18 @@ class GbenchProcess(_OneProcess):
         if process_failure(res, timeout_s) or not _one_document(res.stdout):
             return None
         listed = cache(lambda: self.readers[0].listed(checkout))  # asked once, and only if a filter selects none
-        return {r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed) for r in self._reading(names)}
+        return {
+            r.spec.name: r.result(res.stdout, argv[0], res.duration_s, listed, self.rows[r.spec.name])
+            for r in self._reading(names)
+        }
 
 
 class NvbenchProcess(_OneProcess):
     """NVBench: one `-b` per member, each member's state read from its own `benchmarks[]` entry."""
 
     def __init__(self, executor: Executor, benches: Sequence[BenchmarkSpec]) -> None:
-        super().__init__(executor, benches, lambda b: NvbenchRunner(executor, b))
-        self.readers = [NvbenchRunner(executor, b) for b in benches]
+        self.readers = [NvbenchRunner(executor, b) for b in benches]  # each member's: alone, and its entry of a shared run
+        super().__init__(executor, benches, self.readers)
 
     def argv(self, output: str, names: Sequence[str]) -> list[str]:
         selections = [part for r in self._reading(names) for part in r.selection()]
