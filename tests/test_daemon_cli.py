@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from attrib.daemon import auth, cli_client
+from attrib.cli import daemon as cli_client
+from attrib.daemon import auth
 from attrib.daemon.auth import sign as real_sign
 from attrib.daemon.config import settings
 from attrib.errors import ClientError, InputError

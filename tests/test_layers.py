@@ -17,7 +17,7 @@ import attrib
 PACKAGE = Path(attrib.__file__).resolve().parent
 
 # Bottom first. A name stands for the module and everything under it; the longest name wins,
-# so a trigger's CLI module can sit above the package it belongs to. The package face
+# so a module can sit above the package it belongs to. The package face
 # ("attrib", its __init__) stands for itself only: were it a prefix, every new top-level module
 # would land in the core layer silently instead of failing for want of one.
 PACKAGE_FACE = "attrib"
@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("daemon", ("attrib.daemon",)),
     (
         "triggers",
-        ("attrib.cli", "attrib.__main__", "attrib.demo", "attrib.history.cli", "attrib.daemon.cli_client"),
+        ("attrib.cli", "attrib.__main__", "attrib.demo"),
     ),
 )
 
@@ -182,5 +182,5 @@ def test_the_checks_catch_what_they_are_for():
     # The checker itself, on made-up graphs: a circle is found, a chain is not.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
-    assert layer("attrib.history.cli") > layer("attrib.daemon.store") > layer("attrib.history.ingest")
+    assert layer("attrib.cli.history") > layer("attrib.daemon.store") > layer("attrib.history.ingest")
     assert layer("attrib.core.stats") < layer("attrib.evaluate.builds") < layer("attrib.bisection")

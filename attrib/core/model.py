@@ -28,7 +28,7 @@ class DecisionRule(StrEnum):
 
 
 class Status(StrEnum):
-    """Outcome of a whole bisection. Exit codes live in cli.py."""
+    """Outcome of a whole bisection. Exit codes live in cli/guard.py."""
 
     CULPRIT_FOUND = "culprit_found"
     # culprits named, but what they leave of the whole change could not be decided and its

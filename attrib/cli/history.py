@@ -1,6 +1,6 @@
 """`attrib history add|push` and `attrib detect`: the nightly history from the command line.
 
-Registered on the main app by cli.py (one call). `add` and `detect` work on a history file of
+Registered on the main app by attrib/cli/__init__.py (one call). `add` and `detect` work on a history file of
 their own (--db, default ./attrib-history.db) and the repository the results were measured
 in (--repo, for resolving and ordering commits); `push` sends the files to a daemon, which
 keeps the history in its database, detects, and queues bisections (docs/history.md).
@@ -55,7 +55,7 @@ def _options(fmt: str, commit: str | None, config: list[str] | None, when: str |
     return Options(f, commit, parse_pairs(config, "--config"), at, parse_pairs(env, "--env"))
 
 
-Guard = Callable[[Callable[[], int]], None]  # cli._guard: errors -> exit codes
+Guard = Callable[[Callable[[], int]], None]  # attrib/cli/guard.py's guard: errors -> exit codes
 
 
 def register(app: typer.Typer, guard: Guard) -> None:
@@ -118,7 +118,7 @@ def _push(guard: Guard) -> Callable[..., None]:
         secret_file: Path | None = typer.Option(None, "--secret-file", envvar="ATTRIB_SECRET_FILE", help="File holding the shared secret."),
     ) -> None:
         """Send result files to the daemon (signed POST /v1/results); it detects and bisects."""
-        from attrib.daemon.cli_client import DEFAULT_URL, check_answer, read_client_secret, request
+        from attrib.cli.daemon import DEFAULT_URL, check_answer, read_client_secret, request
 
         def go() -> int:
             opts = _options(fmt, commit, config, when, env)  # bad options fail here, before anything is sent

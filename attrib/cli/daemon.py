@@ -1,6 +1,6 @@
 """`attrib daemon` and its clients `attrib submit`, `jobs`, `status`, `cancel`.
 
-Registered on the main typer app by cli.py (one call), so cli.py stays small. The clients send
+Registered on the main typer app by attrib/cli/__init__.py (one call). The clients send
 through attrib.http, attrib's one HTTP client (standard library only: a CI job that flags a
 regression needs no FastAPI). The daemon's address comes from --url or ATTRIB_URL; the secret
 from ATTRIB_SECRET, or from a file named by --secret-file or ATTRIB_SECRET_FILE (never from a
@@ -94,11 +94,11 @@ def check_answer(status: int, answer: dict[str, Any], what: str) -> dict[str, An
     return answer
 
 
-Guard = Callable[[Callable[[], int]], None]  # cli._guard: errors -> exit codes
+Guard = Callable[[Callable[[], int]], None]  # attrib/cli/guard.py's guard: errors -> exit codes
 
 
 def register(app: typer.Typer, guard: Guard) -> None:
-    """Add the daemon's commands to the main app; `guard` is cli._guard (errors -> exit codes)."""
+    """Add the daemon's commands to the main app; `guard` is attrib/cli/guard.py's (errors -> exit codes)."""
     for command in (_daemon, _submit, _jobs, _status, _cancel):
         app.command()(command(guard))
 
