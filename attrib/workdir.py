@@ -1,5 +1,6 @@
-"""The work directory's layout, in one place: where the mirror, checkouts, build records,
-logs, locks and scratch trees of a repository's bisections live.
+"""The work directory's layout, in one place: where the mirror, submodule mirrors, checkouts,
+build records, logs, locks, incremental trees, the compiler cache, process ledgers and scratch
+trees of a repository's bisections live.
 
 Several bisections (CLI runs, daemon workers) may share one work dir: every writer takes the
 lock named here for what it writes, and every path is derived from this layout, never spelled
@@ -72,6 +73,26 @@ class WorkDir:
         one identity (the recipe's [build] and the executor). Named `0`, as when there were
         slots: the trees earlier work dirs left are found again."""
         return self.root / "incremental" / identity / "0"
+
+    def incremental_marker(self, identity: str) -> Path:
+        """Beside the tree: the commit it was last built at (empty when none, or when that build
+        did not finish)."""
+        tree = self.incremental_tree(identity)
+        return tree.with_name(tree.name + ".sha")
+
+    def incremental_lock(self, identity: str) -> Path:
+        """The tree's lock. It keeps the name it had when a build identity had numbered trees, so
+        a build of an older attrib on the same work dir still excludes this one."""
+        return self.lock(f"incremental-{identity}-0")
+
+    def process_ledger(self, token: str) -> Path:
+        """One local executor's ledger (evaluate/executors/processes.py): its token and the
+        processes that carry it, while it is open."""
+        return self.root / "processes" / token
+
+    def process_ledgers(self) -> list[Path]:
+        """The ledgers left in this work dir (a process that died with its executor open)."""
+        return sorted((self.root / "processes").glob("*"))
 
     def scratch(self, name: str) -> Path:
         return self.root / "scratch" / name

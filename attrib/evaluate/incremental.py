@@ -51,8 +51,7 @@ class IncrementalTrees:
     def _tree(self) -> tuple[Path, Path]:
         """The worktree and the file naming the commit it was last built at (empty when none,
         or when that build did not finish)."""
-        tree = self.workdir.incremental_tree(self.identity)
-        return tree, tree.with_name(tree.name + ".sha")
+        return self.workdir.incremental_tree(self.identity), self.workdir.incremental_marker(self.identity)
 
     def build(self, sha: str, checkout: Path, run: Build, log: TextIO) -> tuple[str, str]:
         """Build `sha` in the tree, moved to it, and copy its artifacts into `checkout`. Returns
@@ -60,9 +59,7 @@ class IncrementalTrees:
         if (checkout / ".gitmodules").exists():
             return "the tree has submodules, which an incremental tree does not follow", ""
         tree, marker = self._tree()
-        # the lock keeps the name it had when a build identity had numbered trees, so a build of an
-        # older attrib on the same work dir still excludes this one
-        with file_lock(self.workdir.lock(f"incremental-{self.identity}-0")):
+        with file_lock(self.workdir.incremental_lock(self.identity)):
             try:
                 donor = marker.read_text().strip()
             except OSError:

@@ -6,8 +6,10 @@ make the members' evaluations share what costs the machine time:
 
 * `SharedBuilder`: each commit is built once for the whole group (the work dir's cache keeps
   builds across bisections anyway; this keeps them across the members of one).
-* `SharedRuns`: a runner whose one process measures several benchmarks (a command printing
-  `name value` lines; `MultiRunner`) runs once per round for all its members. The group's
+* `SharedRuns`: a runner whose one process measures several benchmarks (`MultiRunner`: a
+  command printing `name value` lines, or one Google Benchmark or NVBench binary asked for
+  several members' benchmarks, evaluate/runners/multi.py) runs once per round for all its
+  members; each member measures through its view of it (`SharedRuns.view`). The group's
   driver opens a *phase* (`next_phase`) before every step it takes for all members at once (the
   preflight, a round of the search, a confirmation); inside it, each member's i-th round of a
   checkout is served by one process run, the first member that asks runs it and the others

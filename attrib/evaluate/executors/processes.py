@@ -26,8 +26,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attrib.workdir import WorkDir
+
 TOKEN_ENV = "ATTRIB_PROCESS_TOKEN"
-LEDGER_DIR = "processes"  # under a work dir
 GONE_WAIT_S = 10.0  # how long end() waits for what it killed to be gone (a process in D state takes a moment)
 log = logging.getLogger("attrib.executors")
 
@@ -101,12 +102,12 @@ class Ledger:
 
     @classmethod
     def under(cls, workdir: Path | None) -> Ledger:
-        """A new ledger, kept in `workdir`/processes/TOKEN (written before any process carries
-        the token), or in memory only when there is no work dir."""
+        """A new ledger, kept in the work dir (`WorkDir.process_ledger`; written before any
+        process carries the token), or in memory only when there is no work dir."""
         token = uuid.uuid4().hex
         if workdir is None:
             return cls(None, token)
-        path = workdir / LEDGER_DIR / token
+        path = WorkDir(workdir).process_ledger(token)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{token}\n")
         return cls(path, token)
@@ -143,7 +144,7 @@ def end_leftovers(work_root: Path) -> int:
     work dirs under `work_root`. Only for a process that owns those work dirs alone (the daemon,
     holding its state's lock, before its workers start). Returns how many processes it ended."""
     total = 0
-    for path in sorted(work_root.glob(f"*/{LEDGER_DIR}/*")):
+    for path in [p for wd in sorted(work_root.glob("*")) for p in WorkDir(wd).process_ledgers()]:
         token, guards = read_ledger(path)
         if token:
             n = end(token, guards)
