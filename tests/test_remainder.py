@@ -9,6 +9,7 @@ import numpy as np
 
 from attrib.core.futility import step_predictive
 from attrib.core.model import DecisionRule, Verdict
+from attrib.core import remainder
 from attrib.core.remainder import curtailing, remaining_upper, still_unexplained, unexplained
 from attrib.core.stats import TestConfig, decide, futile, min_change_shift
 
@@ -84,3 +85,21 @@ def test_a_prior_only_ever_delays_a_stop_never_decides():
             if b.verdict is not None:
                 break
             assert a.verdict in (None, Verdict.INCONCLUSIVE)
+
+
+def test_an_undecided_stretch_is_read_with_its_own_rounds():
+    """The decomposition alone (a short preflight at 12 % noise) reaches the minimum; the
+    stretch's own test, 120 rounds of nothing at 5 % noise, settles it below: not partial. The same rounds at the minimum keep it
+    partial, and no rounds leave the decomposition as it was."""
+    delta, sigma = math.log1p(0.02), 0.12
+    rng = np.random.default_rng(3)
+    whole = rng.normal(0.27, sigma, 8)
+    rest = remainder.unexplained(whole, [whole - 0.17 + rng.normal(0, 0.01, 8)])
+    assert rest is not None and remainder.reaches(rest, delta)
+    quiet = rng.normal(0.0, 0.05, 120)
+    quiet -= quiet.mean()  # exactly no step left after the culprit
+    settled = remainder.with_rounds(rest, quiet, 0.05)
+    assert settled.se < rest.se / 3 and not remainder.reaches(settled, delta)
+    at_min = quiet + delta
+    assert remainder.reaches(remainder.with_rounds(rest, at_min, 0.05), delta)
+    assert remainder.with_rounds(rest, [], 0.05) == rest

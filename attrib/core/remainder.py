@@ -67,6 +67,20 @@ def unexplained(total: Sequence[float], found: Sequence[Sequence[float]]) -> Une
     return Unexplained(rest, math.sqrt(var * sum(1 / s.size for s in sets)), dof, float(sets[0].mean()))
 
 
+def with_rounds(rest: Unexplained, diffs: Sequence[float], sigma: float) -> Unexplained:
+    """The unexplained change read with a remaining-change test's own rounds (`diffs`, paired
+    shifts of the stretch's two ends at per-round noise `sigma`): the decomposition as the prior,
+    the test's rounds as the data, combined by their precisions (futility.step_predictive, the
+    predictive the test's futility rule reads). The decomposition alone rests on the preflight's
+    few rounds (5-10: an interval of about +-10 % at 12 % noise); a test that ran 120 rounds on
+    the stretch says far more of it, and leaving it out called partial what those rounds had
+    settled. Unchanged without rounds or noise."""
+    if len(diffs) < 2 or not sigma > 0 or not rest.se > 0:
+        return rest
+    mean, sd = step_predictive(float(np.sum(diffs)), len(diffs), sigma, (rest.shift, rest.se**2))
+    return Unexplained(mean, sd, rest.dof + len(diffs) - 1, rest.whole)
+
+
 def reaches(rest: Unexplained | None, delta: float) -> bool:
     """Whether the unexplained change's interval reaches the minimum `delta`: a remainder the
     search could not decide then makes the attribution partial (Status.PARTIAL)."""

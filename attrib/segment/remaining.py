@@ -102,13 +102,18 @@ class RemainingChange:
 
     def remainder(self) -> Remainder | None:
         """The attribution is partial when a remaining-change test ended undecided and the whole
-        change less the steps found still reaches the minimum by its 95 % interval: how much is
-        unexplained, by which stretch's test (the undecided one with the largest estimate), and
-        what would settle it (core/remainder.settling)."""
-        rest, delta = self.scope.unexplained(), self.scope.delta
-        if not self._open or rest is None or not remainder.reaches(rest, delta):
+        change less the steps found, read with that test's own rounds, still reaches the minimum
+        by its 95 % interval: how much is unexplained, by which stretch's test (the undecided one
+        whose interval reaches furthest), and what would settle it (core/remainder.settling)."""
+        whole, delta = self.scope.unexplained(), self.scope.delta
+        if not self._open or whole is None:
             return None
-        end, reference, comp = max(self._open, key=lambda o: o[2].estimate.shift)
+        # each undecided stretch read with its own test's rounds (core/remainder.with_rounds):
+        # partial when any of them still reaches the minimum; the one reaching furthest is named
+        read = [(remainder.with_rounds(whole, comp.diffs, comp.sigma), end, reference, comp) for end, reference, comp in self._open]
+        rest, end, reference, comp = max(read, key=lambda r: r[0].interval()[1])
+        if not remainder.reaches(rest, delta):
+            return None
         config, direction = self.scope.config, self.scope.bench.direction
         horizon = config.max_rounds * EXTEND_FACTOR
         rounds, quiet, smallest = remainder.settling(comp.sigma, delta, config.ignore, horizon, critical_z(config), TRUNCATION_FACTOR)
