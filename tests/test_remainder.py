@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
+from attrib.core import remainder
 from attrib.core.futility import step_predictive
 from attrib.core.model import DecisionRule, Verdict
-from attrib.core import remainder
 from attrib.core.remainder import curtailing, remaining_upper, still_unexplained, unexplained
 from attrib.core.stats import TestConfig, decide, futile, min_change_shift
 
@@ -56,7 +56,9 @@ def test_a_test_whose_step_the_unexplained_change_still_puts_at_the_minimum_is_n
     assert still_unexplained(config, diffs, sigma, DELTA)
     assert not futile(diffs, history, DELTA, config)
     # with nothing left unexplained the same rounds are curtailed as before
-    nothing = curtailing(ZONE, unexplained(np.full(12, 0.16) + rng.normal(0, 0.1, 12), [np.full(15, 0.16) + rng.normal(0, 0.1, 15)]))
+    nothing = curtailing(
+        ZONE, unexplained(np.full(12, 0.16) + rng.normal(0, 0.1, 12), [np.full(15, 0.16) + rng.normal(0, 0.1, 15)])
+    )
     assert not still_unexplained(nothing, diffs, sigma, DELTA)
     assert futile(diffs, history, DELTA, nothing)
 

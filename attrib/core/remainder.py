@@ -87,7 +87,9 @@ def reaches(rest: Unexplained | None, delta: float) -> bool:
     return rest is not None and rest.interval()[1] >= delta
 
 
-def settling(sigma: float, delta: float, ignore: float, horizon: int, z: float, factor: float) -> tuple[float, float, float]:
+def settling(
+    sigma: float, delta: float, ignore: float, horizon: int, z: float, factor: float
+) -> tuple[float, float, float]:
     """What would settle a stretch left undecided at per-round noise `sigma` (log): the rounds its
     test needs (the zone's truncation point), the per-round noise at which `horizon` rounds decide
     it, and the smallest minimum change `horizon` rounds decide (log, the zone kept at its ratio)."""

@@ -110,13 +110,18 @@ class RemainingChange:
             return None
         # each undecided stretch read with its own test's rounds (core/remainder.with_rounds):
         # partial when any of them still reaches the minimum; the one reaching furthest is named
-        read = [(remainder.with_rounds(whole, comp.diffs, comp.sigma), end, reference, comp) for end, reference, comp in self._open]
+        read = [
+            (remainder.with_rounds(whole, comp.diffs, comp.sigma), end, reference, comp)
+            for end, reference, comp in self._open
+        ]
         rest, end, reference, comp = max(read, key=lambda r: r[0].interval()[1])
         if not remainder.reaches(rest, delta):
             return None
         config, direction = self.scope.config, self.scope.bench.direction
         horizon = config.max_rounds * EXTEND_FACTOR
-        rounds, quiet, smallest = remainder.settling(comp.sigma, delta, config.ignore, horizon, critical_z(config), TRUNCATION_FACTOR)
+        rounds, quiet, smallest = remainder.settling(
+            comp.sigma, delta, config.ignore, horizon, critical_z(config), TRUNCATION_FACTOR
+        )
         low, high = sorted(to_pct(b, direction) for b in rest.interval())  # a higher-is-better value falls
         return Remainder(
             change_pct=to_pct(rest.shift, direction), low_pct=low, high_pct=high,
