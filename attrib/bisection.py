@@ -75,7 +75,7 @@ def bisection(
     clock: Callable[[], float] = time.monotonic,
 ) -> Bisection:
     """A driver of one benchmark over simulated or local edges (the simulation, the tests and
-    benchmarks), wired as every driver is (`wired`); job.py wires a group, of one or many."""
+    benchmarks), wired as every driver is (`wired`); job/run.py wires a group, of one or many."""
     settings = Settings(config, seed, method, probes, deadline, clock)
     return wired(repo, Stage(runner, bench, settings, events), builder)
 

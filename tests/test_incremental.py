@@ -23,7 +23,7 @@ from attrib.evaluate.builds import CheckoutBuilder
 from attrib.evaluate.executors.local import LocalExecutor
 from attrib.evaluate.records import CommitRecord
 from attrib.gitrepo import GitRepo, Mirror
-from attrib.job import _cache_checks
+from attrib.job.end_check import checked_ends
 from attrib.outcome import Culprit, Outcome
 from attrib.recipe import BuildSpec, parse_recipe
 from attrib.workdir import WorkDir
@@ -146,7 +146,7 @@ def test_the_ends_are_checked_together_and_a_stale_end_is_named_at_either_side(c
     assert all(r.how is BuildHow.INCREMENTAL for r in records.values())
     pause.touch()
     members = [_bisected(commits, culprit, lambda c: records[c.sha]) for _ in range(2)]  # a group's two members
-    first, second = _cache_checks(builder, members, 2)
+    first, second = checked_ends(builder, members, 2)
     for checked in (first, second):
         assert [n for n in checked.notes if n.kind is NoteKind.CACHE_MISMATCH] == [Note(NoteKind.CACHE_MISMATCH, (culprit.sha,))]
     kept = [json.loads(builder.workdir.build_record(f"{records[c.sha].key}-uncached").read_text()) for c in (parent, culprit)]
@@ -155,12 +155,13 @@ def test_the_ends_are_checked_together_and_a_stale_end_is_named_at_either_side(c
     assert a["started"] < b["finished"] and b["started"] < a["finished"], kept  # they overlapped
     assert first.times.build_check_s > 0 and first.times.build_s == first.times.build_check_s
     assert second.times.build_check_s == 0  # the shared ends were built once, their time counted once
+    assert members[0].times.build_check_s == 0 and members[0].notes == ()  # the outcomes given are not changed
     # the stale end on the other side: a tree built at the culprit moved back to its parent
     # keeps the culprit's object (the header is not tracked), while the culprit is a clean build
     other = _builder(tmp_path, tree.path, "back", UNTRACKED, True)
     back = {c.sha: other.build(c) for c in (culprit, parent)}
     assert back[culprit.sha].how is BuildHow.CLEAN and back[parent.sha].how is BuildHow.INCREMENTAL
-    (checked,) = _cache_checks(other, [_bisected(commits, culprit, lambda c: back[c.sha])], 2)
+    (checked,) = checked_ends(other, [_bisected(commits, culprit, lambda c: back[c.sha])], 2)
     assert [n for n in checked.notes if n.kind is NoteKind.CACHE_MISMATCH] == [Note(NoteKind.CACHE_MISMATCH, (parent.sha,))]
 
 

@@ -21,16 +21,14 @@ from nvbench_tree import make_nvbench_tree, stage
 from attrib.evaluate.executors import ProcessResult
 from attrib.evaluate.executors.local import LocalExecutor
 from attrib.evaluate.gpu.isolated import KernelSlot
-from attrib.evaluate.runners import NO_SUCH_BENCHMARK
+from attrib.evaluate.runners import NO_SUCH_BENCHMARK, RunResult
 from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.evaluate.runners.gbench import GbenchRunner
 from attrib.evaluate.runners.multi import GbenchProcess, NvbenchProcess, one_process, process_key, split_entries
 from attrib.evaluate.runners.nvbench import NvbenchRunner
 from attrib.evaluate.shared import SharedRuns
-from attrib.gitrepo import GitRepo
-from attrib.job import Plan, Tools, _members
+from attrib.job.members import member_runs
 from attrib.recipe import BenchmarkSpec, parse_recipe
-from attrib.workdir import WorkDir
 
 NO_GBENCH = pytest.mark.skipif(bool(gbench_missing()), reason=gbench_missing() or "-")
 
@@ -329,7 +327,7 @@ def test_a_group_of_nvbench_members_runs_one_process_per_round_through_the_cli(t
     assert max(runs.values()) <= processes < sum(runs.values()), (processes, runs)
 
 
-# --- which members a group bisection joins (job._members) ---------------------------------
+# --- which members a group bisection joins (job/members.py) --------------------------------
 
 CUPY_TABLE = """
 [[benchmark]]
@@ -339,6 +337,14 @@ runner = "cupy"
 kernel = "{kernel}"
 metric = "{metric}"
 """
+
+
+class _NotMade:
+    """The runner of the job's first benchmark, open before the members are made: a shared
+    member never uses it."""
+
+    def run(self, checkout: Path) -> RunResult:
+        raise AssertionError("the first benchmark is shared: its own runner is not used")
 
 
 def test_a_group_joins_the_members_one_process_can_measure_and_no_others(tmp_path):
@@ -352,10 +358,8 @@ def test_a_group_joins_the_members_one_process_can_measure_and_no_others(tmp_pat
         for n, k, m in (("copy", "copy", "time"), ("reduce", "reduce", "time"), ("regs", "copy", "registers"))
     )
     recipe = parse_recipe(tomllib.loads(GBENCH_RECIPE.format(tables=gb + nv + cu)), tmp_path / "r.toml")
-    tree = make_gbench_tree(tmp_path / "repo", commits=1, culprit_at=99)
-    p = Plan(GitRepo(tree.path), tree.good, tree.bad, recipe, recipe.benchmarks[0], "local", WorkDir.for_repo(tree.path, tmp_path / "w"),  # type: ignore[arg-type]
-             members=recipe.benchmarks)  # fmt: skip
-    members, next_phase = _members(p, Tools(LocalExecutor(), None, None, None), lambda r: r)  # type: ignore[arg-type]
+    runs = member_runs(recipe.benchmarks, recipe, LocalExecutor(), (recipe.benchmarks[0], _NotMade()), lambda r: r)
+    members, next_phase = runs.runs, runs.next_phase
     runner = {m.benchmark: run.runner for m, run in members.items()}
     shared = {name: getattr(r, "shared", None) for name, r in runner.items()}
     assert shared["mix"] is shared["small"] and isinstance(shared["mix"].runner, GbenchProcess)

@@ -1,6 +1,6 @@
 """The evaluation stage: candidates and a reference in, one `Comparison` per candidate out.
 
-`Evaluation` is what the search asks (segment/scope.Evidence) and job.py builds; its parts are
+`Evaluation` is what the search asks (segment/scope.Evidence) and job/run.py builds; its parts are
 each a module of this package:
 
   twins.py     builds (concurrently up to `build_width`) and what byte-identical artifacts
@@ -49,7 +49,7 @@ def shaped(config: TestConfig, method: SearchMethod, bench: BenchmarkSpec) -> Te
 @dataclass(frozen=True)
 class Settings:
     """How one bisection runs, the same for each of its members and for a descent into a roll:
-    the one settings record, built once by the caller (job.py, simulation.py, bisection()) and
+    the one settings record, built once by the caller (job/run.py, simulation.py, bisection()) and
     read by every part that needs one of them (Stage, Bisection, its segment searches)."""
 
     config: TestConfig  # the tests' settings, before a search method shapes them (`shaped`)
@@ -189,7 +189,7 @@ class Evaluation:
         drift = self.ledger.drift(drift_of, self.sizing.reps, self.bench.direction)
         return self.ledger.account(drift, self.out_of_time, self.sizing.choice)
 
-    # --- for the edges that read what was measured (job.py, tests) -------------------------
+    # --- for the edges that read what was measured (job/, tests) -------------------------
 
     def record(self, sha: str, info: CommitInfo | None = None) -> CommitRecord:
         """What was measured of `sha` so far (registering it, with `info` if given)."""

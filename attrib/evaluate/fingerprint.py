@@ -261,7 +261,7 @@ class EnvironmentWatch:
 
 
 def watched(executor: Executor, recipe: Recipe, events: Events | None) -> EnvironmentWatch:
-    """`events` behind a watch of the environment where `executor` runs (job.py's one call)."""
+    """`events` behind a watch of the environment where `executor` runs (job/run.py's one call)."""
     return EnvironmentWatch(
         lambda checkout: read_fingerprint(executor, recipe.build, recipe.environment, checkout),
         events or NullEvents(),

@@ -57,7 +57,7 @@ class PhaseTimes:
     """Wall seconds per phase: what the budget is spent on, and attrib's own share (decide)."""
 
     build_s: float = 0.0
-    build_check_s: float = 0.0  # of build_s: the culprits' ends built again clean (job.py's end check)
+    build_check_s: float = 0.0  # of build_s: the culprits' ends built again clean (job/end_check.py)
     measure_s: float = 0.0  # inside the runner: the benchmark itself
     decide_s: float = 0.0  # everything else in comparisons: attrib's overhead
     comparisons: int = 0  # measured comparisons (zero-sample ones excluded)

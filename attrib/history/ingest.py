@@ -28,7 +28,7 @@ from enum import StrEnum
 from attrib.core.model import Direction
 from attrib.errors import BadRows, IngestError, InputError, RepoError
 from attrib.formats.result_row import ResultRow
-from attrib.formats.results_csv import parse_results_csv
+from attrib.formats.results_csv import CsvRows, parse_results_csv
 from attrib.formats.text import MAX_BENCHMARK, MAX_CONFIG_KEY, MAX_UNIT, check_text
 from attrib.history.attrib_result import is_attrib_document, parse_attrib_json
 from attrib.history.store import FileRows, HistoryStore, Ingested, StoredRow
@@ -190,7 +190,7 @@ def prepare(project: str, files: Sequence[SourceFile], opts: Options, resolve: C
             at = r.measured_at if r.measured_at is not None else opts.measured_at  # 0.0 is 1970-01-01, a time
             stored.append(StoredRow(r.row, sha, r.benchmark, config, r.value, r.unit, r.direction, at, env))
         bad += sorted(file_bad, key=lambda e: int(e.row) if e.row.isdigit() else -1)
-        skipped = getattr(rows, "skipped", 0)  # the CSV's empty values (formats/results_csv.CsvRows)
+        skipped = rows.skipped if isinstance(rows, CsvRows) else 0  # the CSV's empty values
         out.append(FileRows(src.name, fmt.value, digest(project, stored), stored, skipped))
     if bad:
         raise BadRows(bad)

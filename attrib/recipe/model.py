@@ -59,7 +59,7 @@ COMPILER_CACHES = tuple(CompilerCache)
 
 class RunnerKind(StrEnum):
     """What measures a benchmark (docs/recipes.md): one closed set, as ExecutorKind is for where
-    commands run. job.make_runner maps each to its class."""
+    commands run. job/members.make_runner maps each to its class."""
 
     COMMAND = "command"  # numbers a command prints
     CUPY = "cupy"  # a kernel of attrib's suite, compiled from the tree and timed in process

@@ -6,10 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attrib.evaluate.executors.base import EXECUTORS, Executor, ExecutorKind, ProcessResult
+from attrib.evaluate.executors.base import (
+    EXECUTORS,
+    Executor,
+    ExecutorKind,
+    PlacingExecutor,
+    ProcessResult,
+    WatchedExecutor,
+)  # fmt: skip
 from attrib.recipe import BenchmarkSpec, BuildSpec, SlurmSpec
 
-__all__ = ["EXECUTORS", "Executor", "ExecutorKind", "ProcessResult", "check_executor", "executor_kind", "make_executor"]
+__all__ = [
+    "EXECUTORS", "Executor", "ExecutorKind", "PlacingExecutor", "ProcessResult", "WatchedExecutor", "check_executor",
+    "executor_kind", "make_executor",
+]  # fmt: skip
 
 
 def executor_kind(name: str) -> ExecutorKind:

@@ -7,12 +7,15 @@ not a circle."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from attrib.recipe import SlurmClass
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,28 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Release what the executor holds (containers); safe to call more than once."""
+        ...
+
+
+# What an executor may do beyond the protocol, each ability declared and asked with isinstance
+# (as runners' are: runners/__init__.py), never found by name.
+
+
+@runtime_checkable
+class PlacingExecutor(Executor, Protocol):
+    """An executor with machines of several classes (slurm: [slurm.classes])."""
+
+    def placed(self, cls: SlurmClass | None) -> Executor:
+        """This executor with its rounds and runs on machines of class `cls`."""
+        ...
+
+
+@runtime_checkable
+class WatchedExecutor(Executor, Protocol):
+    """An executor whose waits can be ended from outside (slurm: jobs queued for minutes)."""
+
+    def watch(self, should_stop: Callable[[], str | None]) -> None:
+        """Poll `should_stop` while waiting; a reason it returns ends the wait."""
         ...
 
 

@@ -6,7 +6,8 @@ with isinstance, never found by name: `SizedRunner` takes another number of samp
 beyond the build's artifacts (the cupy runner's compiled module, for evaluate/twins.py);
 `EvidenceRunner` knows things about the builds it measured that the samples do not say (the
 static kernel diff of a culprit, the GPU it timed on), read once after the bisection by
-`evidence_of`. A runner without an ability is asked for none of it.
+`evidence_of`; `ClosingRunner` holds a process between runs (the cupy runner's GPU worker),
+released by `closed`. A runner without an ability is asked for none of it.
 """
 
 from __future__ import annotations
@@ -95,6 +96,19 @@ class RunnerEvidence:
 @runtime_checkable
 class EvidenceRunner(Runner, Protocol):
     def evidence(self, steps: Sequence[Step]) -> RunnerEvidence: ...
+
+
+@runtime_checkable
+class ClosingRunner(Runner, Protocol):
+    """A runner that holds a process of its own between runs (the cupy runner's GPU worker)."""
+
+    def close(self) -> None: ...
+
+
+def closed(runner: Runner) -> None:
+    """Release what `runner` holds; a runner that is no `ClosingRunner` holds nothing."""
+    if isinstance(runner, ClosingRunner):
+        runner.close()
 
 
 def evidence_of(runner: Runner, steps: Sequence[Step]) -> RunnerEvidence:

@@ -1,6 +1,6 @@
 """Several benchmarks of one binary measured by one process: what the members of a group that
 use the gbench or nvbench runner share (evaluate/shared.py hands each member its part of a
-round's run, job.py forms the groups).
+round's run, job/members.py forms the groups).
 
 Members share a process when everything one process takes in common is the same
 (`process_key`): the runner, the command, the samples per run, the configuration (under Slurm,
