@@ -263,14 +263,15 @@ class Bisection:
             return found
         rolls = []
         for src in self.dependencies.rolls(found.commit):
-            if src.relation is not RollRelation.FORWARD or src.graph is None or src.builder is None:
-                rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why))
+            roll = src.roll
+            if roll.relation is not RollRelation.FORWARD or src.graph is None or src.builder is None:
+                rolls.append(Roll(roll))
                 continue
-            self.scope.phase(Step.ROLL, (found.commit, src.old, src.new), len(src.graph.first_parent_chain(src.old, src.new)))
+            self.scope.phase(Step.ROLL, (found.commit, roll.old, roll.new), len(src.graph.first_parent_chain(roll.old, roll.new)))
             # the dependency's range alone: the superproject's paths and prebuilt binaries are not its
             stage = replace(self.stage, settings=replace(self.stage.settings, paths=(), prebuilt=frozenset()))
             inside = wired(src.graph, stage, src.builder, dependencies=src.inner)
-            rolls.append(Roll(src.path, src.url, src.old, src.new, src.relation, src.why, inside.run(src.old, src.new)))
+            rolls.append(Roll(roll, inside.run(roll.old, roll.new)))
         return replace(found, rolls=tuple(rolls)) if rolls else found
 
     def _outcome(self, status: Status, good: str, bad: str, culprits: list[Culprit], preflight: Comparison) -> Outcome:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import Cause, CommitInfo, Note, Remainder, RevertStatus, RollRelation, Status, Verdict
+from attrib.core.model import Cause, CommitInfo, DependencyRoll, Note, Remainder, RevertStatus, Status, Verdict
 from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.evaluate.twins import Builder
 from attrib.recipe import member_label
@@ -29,17 +29,12 @@ class CommitGraph(Protocol):
 
 @dataclass(frozen=True)
 class RollSource:
-    """A dependency one commit rolls: where it sits, its two pins, how they relate, and for a
-    forward roll what searching it needs: the dependency's own commit graph, a builder that
-    builds the superproject fixed at the roll's parent with the dependency at a candidate, and
-    the same for the dependencies inside it (recursion)."""
+    """A dependency one commit rolls (`roll`), and for a forward roll what searching it needs:
+    the dependency's own commit graph, a builder that builds the superproject fixed at the
+    roll's parent with the dependency at a candidate, and the same for the dependencies inside
+    it (recursion)."""
 
-    path: str  # in the superproject's checkout
-    url: str
-    old: str
-    new: str
-    relation: RollRelation
-    why: str = ""  # the relation in words, or why the pins could not be had
+    roll: DependencyRoll
     graph: CommitGraph | None = None
     builder: Builder | None = None
     inner: Dependencies | None = None
@@ -125,12 +120,7 @@ class Roll:
     """A culprit's roll of one dependency, and what searching the dependency's range found
     (`outcome`: a whole bisection of old..new inside it; None when the roll is not forward)."""
 
-    path: str
-    url: str
-    old: str
-    new: str
-    relation: RollRelation
-    why: str = ""
+    roll: DependencyRoll
     outcome: Outcome | None = None
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from attrib.core.model import BuildRecord, CommitInfo, RollRelation
+from attrib.core.model import BuildRecord, CommitInfo, DependencyRoll, RollRelation
 from attrib.errors import RepoError
 from attrib.evaluate.builds import CheckoutBuilder
 from attrib.gitrepo import GitRepo, gitlink_changes, is_text, resolve_submodule_url, shown, submodule_urls
@@ -62,7 +62,7 @@ class Level:
                 full = f"{self.path}/{rel}" if self.path else rel
                 if unread or not is_text(full) or not is_text(urls.get(rel, "")):
                     why = unread or "its path or its url in .gitmodules is not UTF-8"
-                    out.append(RollSource(shown(full), "", old, new, RollRelation.UNAVAILABLE, why))
+                    out.append(RollSource(DependencyRoll(shown(full), "", old, new, RollRelation.UNAVAILABLE, why)))
                     continue
                 url = resolve_submodule_url(self.url, urls[rel]) if rel in urls else None
                 out.append(self._roll(parent, full, old, new, url))
@@ -77,21 +77,22 @@ class Level:
 
     def _roll(self, parent: str, full: str, old: str, new: str, url: str | None) -> RollSource:
         if url is None:
-            return RollSource(full, "", old, new, RollRelation.UNAVAILABLE, "no url for it in .gitmodules")
+            return RollSource(DependencyRoll(full, "", old, new, RollRelation.UNAVAILABLE, "no url for it in .gitmodules"))
         checkouts = self.builder.checkouts
         try:
             for pin in (old, new):
                 mirror = checkouts.mirror_holding(url, pin, full)
         except RepoError as exc:
-            return RollSource(full, url, old, new, RollRelation.UNAVAILABLE, str(exc).removeprefix(f"{url}: "))
+            return RollSource(DependencyRoll(full, url, old, new, RollRelation.UNAVAILABLE, str(exc).removeprefix(f"{url}: ")))
         graph = GitRepo(mirror)
         relation, why = relation_of(graph, old, new)
+        roll = DependencyRoll(full, url, old, new, relation, why)
         if relation is not RollRelation.FORWARD:
-            return RollSource(full, url, old, new, relation, why)
+            return RollSource(roll)
         base = self.base or self.graph.info(parent)
         fixed = {**self.fixed, self.path: parent} if self.path else dict(self.fixed)
         inner = Level(self.builder, graph, url, full, base, fixed)
-        return RollSource(full, url, old, new, relation, why, graph, LevelBuilder(self.builder, base, full, fixed), inner)
+        return RollSource(roll, graph, LevelBuilder(self.builder, base, full, fixed), inner)
 
 
 def relation_of(graph: GitRepo, old: str, new: str) -> tuple[RollRelation, str]:

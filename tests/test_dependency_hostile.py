@@ -205,8 +205,8 @@ def test_a_roll_whose_gitmodules_cannot_be_read_is_unavailable_not_a_traceback(t
     roll = _commit_bytes(k, "roll, and a URL that is not UTF-8", {b".gitmodules": _gitmodules([(b"sub", b"sub", b"/srv/" + LATIN1)])})
     builder, source = _builder(k.path, tmp_path / "work")
     (src,) = superproject(builder, source).rolls(roll)
-    assert src.relation is RollRelation.UNAVAILABLE and src.path == "sub"
-    assert "not UTF-8" in src.why
+    assert src.roll.relation is RollRelation.UNAVAILABLE and src.roll.path == "sub"
+    assert "not UTF-8" in src.roll.why
 
 
 def _cli(tmp_path: Path, k: Repo, good: str, bad: str, extra: str = ""):

@@ -226,6 +226,21 @@ class RollRelation(StrEnum):
 
 
 @dataclass(frozen=True)
+class DependencyRoll:
+    """A dependency one commit rolls: where it sits, its two pins, how they relate. The one
+    record of a roll: what the tree says of it (outcome.RollSource), what searching it found in
+    memory (outcome.Roll) and on disk (result/types.RollRecord, these fields and its findings)
+    all carry it."""
+
+    path: str  # in the superproject's checkout
+    url: str
+    old: str
+    new: str
+    relation: RollRelation
+    why: str = ""  # the relation in words, or why the pins could not be had
+
+
+@dataclass(frozen=True)
 class Decided:
     """How one comparison ended, as a progress event carries it (report/sentences.py words it)."""
 

@@ -22,12 +22,12 @@ from attrib.core.model import (
     CacheServed,
     Cause,
     DecisionRule,
+    DependencyRoll,
     Direction,
     Note,
     Purpose,
     Remainder,
     RevertStatus,
-    RollRelation,
     SearchMethod,
     Status,
     Verdict,
@@ -156,17 +156,12 @@ def member_label(benchmark: str, config: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True)
-class RollRecord:
-    """One dependency a culprit rolls: its path, repository and pins, how they relate, and the
-    bisection of old..new (first parent) inside it, with the superproject held at the roll's
-    parent. A roll that is not forward was not searched: `why` says so, `status` is None."""
+class RollRecord(DependencyRoll):
+    """One dependency a culprit rolls (its path, repository and pins, how they relate: the roll's
+    one record, core/model.DependencyRoll, whose fields it writes as they are) and the bisection
+    of old..new (first parent) inside it, with the superproject held at the roll's parent. A
+    roll that is not forward was not searched: `why` says so, `status` is None."""
 
-    path: str
-    url: str
-    old: str
-    new: str
-    relation: RollRelation
-    why: str = ""
     status: Status | None = None  # of the search inside the dependency
     range_commits: int = 0
     total_change_pct: float | None = None  # new pin against old, the superproject at the parent

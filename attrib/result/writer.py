@@ -13,7 +13,7 @@ import shlex
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -280,11 +280,12 @@ def _roll(roll: Roll, ctx: RunContext, parent: str, commit: str, outer: tuple[st
     the superproject bisects the superproject's roll, which descends to it again."""
     at = outer or (parent, commit)
     out = roll.outcome
+    pins = asdict(roll.roll)  # the roll's own fields, written as they are
     if out is None:
-        return RollRecord(roll.path, roll.url, roll.old, roll.new, roll.relation, roll.why, reproduce=reproduce_command(ctx, *at))
+        return RollRecord(**pins, reproduce=reproduce_command(ctx, *at))
     change, ci = _pct_ci(out.preflight, ctx.bench.direction) if out.preflight.diffs else (None, None)
     return RollRecord(
-        roll.path, roll.url, roll.old, roll.new, roll.relation, roll.why,
+        **pins,
         status=out.status,
         range_commits=len(out.order) - 1,
         total_change_pct=change,
