@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attrib.bisection import bisection
-from attrib.core.model import Phase, Status, UnresolvedCause
+from attrib.core.model import Phase, Purpose, Status, UnresolvedCause
 from attrib.core.stats import TestConfig
 from attrib.evaluate.evaluation import Evaluation
 from attrib.recipe import BenchmarkSpec
@@ -265,3 +265,15 @@ def test_each_verdict_reaches_progress_as_a_record_that_report_sentences_words()
         assert comp.rule is not None and not comp.same_artifact_as and not comp.reason
         words = re.escape(f"{comp.verdict.value} ({len(comp.diffs)} rounds, LLR {comp.llr:+.2f}, {comp.rule.value})")
         assert re.search(rf"{comp.candidate[:4]}\w* vs \w+: {words}", line), line
+
+
+def test_an_outcome_keeps_its_phase_times_when_its_evaluation_measures_on():
+    # the outcome is a frozen record: the times it reports are a snapshot, not the evaluation's
+    # running ledger (which a later step adding to it, as the end check once did, would change)
+    hist = linear_history(16, {9: 6.0})
+    engine = bisection(hist, SimBuilder(hist), SimRunner(hist, NoiseModel(sigma=0.01), 4), BENCH, TestConfig(), 4)
+    out = engine.run(hist.main[0], hist.main[-1])
+    before = (out.times.build_s, out.times.measure_s, out.times.decide_s, out.times.comparisons)
+    engine.evidence.compare([hist.main[-1]], hist.main[0], Purpose.COMPARE, TestConfig())
+    assert (out.times.build_s, out.times.measure_s, out.times.decide_s, out.times.comparisons) == before
+    assert engine.evidence.account([]).times.comparisons == before[3] + 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
@@ -115,7 +115,7 @@ class Ledger:
             rounds=self.rounds,
             artifact_notes=tuple(self.artifact_notes),
             samples_saved=self.samples_saved(),
-            times=self.times,
+            times=replace(self.times),  # a snapshot: the ledger goes on adding to its own
             out_of_time=out_of_time,
             blocks=blocks,
         )
