@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import Cause, CommitInfo, DependencyRoll, Note, Remainder, RevertStatus, Status, Verdict
+from attrib.core.model import CommitInfo, DependencyRoll, Note, Remainder, RevertStatus, Status, Unresolved, Verdict
 from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.evaluate.twins import Builder
 from attrib.recipe import member_label
@@ -103,16 +103,6 @@ class OutOfTime:
 
 # What searching one segment gives: its culprit, a smaller step, or the range the budget left open.
 Found = Culprit | SmallerStep | OutOfTime
-
-
-@dataclass(frozen=True)
-class Unresolved:
-    """An inconclusive outcome's smallest range that holds the change, and why it is open."""
-
-    last_good: str
-    first_bad: str
-    commits: tuple[str, ...]  # the candidates inside, ending with first_bad
-    causes: tuple[Cause, ...]
 
 
 @dataclass(frozen=True)

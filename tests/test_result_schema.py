@@ -15,7 +15,7 @@ from sim_results import simulated_result
 
 from attrib.codec import encode
 from attrib.core.detect import ChangeDirection
-from attrib.core.model import Cause, Direction, NoteKind, Purpose, UnresolvedCause, Verdict
+from attrib.core.model import Cause, Direction, NoteKind, Purpose, TextCause, UnresolvedCause, Verdict
 from attrib.errors import ResultFormatError
 from attrib.evaluate.executors.base import (
     DockerDescription,
@@ -31,7 +31,7 @@ from attrib.evaluate.runners.cupy import CupyRunner
 from attrib.recipe import BenchmarkSpec, CupySpec
 from attrib.report.markdown import render, resolve_text, why_text
 from attrib.result import RESULT_SCHEMA, BisectResult, CompareResult, dump, from_json, load_result
-from attrib.result.types import DetectedChange, ExecutorInfo, TextCause, UnresolvedRange
+from attrib.result.types import DetectedChange, ExecutorInfo, UnresolvedRange
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
 SCHEMA1_BISECTIONS = ("culprit", "inconclusive", "preflight-inconclusive", "demo-revert")

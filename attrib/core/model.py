@@ -105,6 +105,27 @@ class Cause:
     seconds: float | None = None  # OUT_OF_TIME: estimated time to settle what is open
 
 
+@dataclass(frozen=True)
+class TextCause:
+    """A cause as sentences, from a schema-1 document (written before causes were structured)."""
+
+    why: str
+    resolve: str
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """An inconclusive outcome's smallest range that holds the change, and why it is open: one
+    record for the search's outcome and the result (result/types.UnresolvedRange names it there);
+    a search writes `Cause`s, a schema-1 document read back holds `TextCause`s."""
+
+    last_good: str
+    first_bad: str
+    commits: tuple[str, ...]  # the candidates inside, ending with first_bad
+    causes: tuple[Cause | TextCause, ...]
+
+
 class NoteKind(StrEnum):
     """Something the search met on the way that the reader should know (report/sentences words each)."""
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from attrib.core.blocks import BlockReason
 from attrib.core.environment import Fingerprint
-from attrib.core.model import NoteKind, RevertStatus, SearchMethod, Status, Verdict
+from attrib.core.model import NoteKind, RevertStatus, SearchMethod, Status, TextCause, Verdict
 from attrib.core.stats import EXTEND_FACTOR
 from attrib.fsutil import atomic_write_text
 from attrib.report.chain import chain_text, innermost, rolls_section
@@ -34,7 +34,6 @@ from attrib.result.types import (
     RevertRecord,
     Role,
     Settings,
-    TextCause,
     UnresolvedRange,
 )
 

@@ -20,7 +20,6 @@ from attrib.core.environment import Fingerprint
 from attrib.core.model import (
     BuildHow,
     CacheServed,
-    Cause,
     DecisionRule,
     DependencyRoll,
     Direction,
@@ -30,6 +29,7 @@ from attrib.core.model import (
     RevertStatus,
     SearchMethod,
     Status,
+    Unresolved,
     Verdict,
     VerifyMode,
 )
@@ -212,23 +212,9 @@ class BuildFailure:
     log_tail: str
 
 
-@dataclass(frozen=True)
-class TextCause:
-    """A cause as sentences, from a schema-1 document (written before causes were structured)."""
-
-    why: str
-    resolve: str
-    kind: str = "text"
-
-
-@dataclass(frozen=True)
-class UnresolvedRange:
-    """The smallest range that holds the change of an inconclusive outcome, and why."""
-
-    last_good: str
-    first_bad: str
-    commits: tuple[str, ...]
-    causes: tuple[Cause | TextCause, ...]
+# The smallest range that holds the change of an inconclusive outcome, and why: the search's own
+# record (core/model.Unresolved), written as it is.
+UnresolvedRange = Unresolved
 
 
 @dataclass(frozen=True)

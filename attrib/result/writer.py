@@ -301,7 +301,7 @@ def _roll(roll: Roll, ctx: RunContext, parent: str, commit: str, outer: tuple[st
 
 
 def _unresolved(outcome: Outcome) -> tuple[UnresolvedRange, ...]:
-    return tuple(UnresolvedRange(u.last_good, u.first_bad, tuple(u.commits), tuple(u.causes)) for u in outcome.unresolved)
+    return tuple(outcome.unresolved)
 
 
 def _build_failures(outcome: Outcome) -> tuple[BuildFailure, ...]:
