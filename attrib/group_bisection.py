@@ -36,6 +36,10 @@ from attrib.recipe import BenchmarkSpec
 from attrib.segment.group_search import GroupSearch
 from attrib.segment.posterior_search import PosteriorSearch
 
+# Called before each step taken for all members at once, with the members it measures when it
+# knows (None: every member): each shared process's SharedRuns.next_phase.
+NextPhase = Callable[[Collection[Member] | None], None]
+
 
 @dataclass(frozen=True)
 class MemberRun:
@@ -61,7 +65,7 @@ class GroupBisection:
         settings: Settings,
         events: Events | None = None,
         *,
-        next_phase: Callable[[Collection[Member] | None], None] = lambda members: None,
+        next_phase: NextPhase = lambda members: None,
         reverter: Reverter | None = None,
         dependencies: Dependencies | None = None,
     ) -> None:

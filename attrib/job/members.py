@@ -19,13 +19,9 @@ from attrib.evaluate.runners.command import CommandRunner
 from attrib.evaluate.runners.cupy import CupyRunner, sharing_one_worker
 from attrib.evaluate.runners.multi import one_process, process_key
 from attrib.evaluate.shared import SharedRuns
-from attrib.group_bisection import MemberRun
+from attrib.group_bisection import MemberRun, NextPhase
 from attrib.outcome import Member
 from attrib.recipe import BenchmarkSpec, Recipe, RunnerKind
-
-# Called before each step taken for all members at once, with the members it measures when it
-# knows (None: every member): each shared process's SharedRuns.next_phase.
-NextPhase = Callable[[Collection[Member] | None], None]
 
 
 def placed(executor: Executor, recipe: Recipe, bench: BenchmarkSpec) -> Executor:
