@@ -29,14 +29,13 @@ def checked_ends(builder: CleanBuilds, outcomes: Sequence[Outcome], width: int) 
     ends = {
         sha: (rec.info, rec.build)
         for o in outcomes
-        for c in o.culprits
-        for sha in (c.last_good, c.commit)
+        for sha in _culprit_ends(o)
         if (rec := o.commits.get(sha)) is not None and rec.build is not None
     }
     differs, seconds = builder.differ_from_clean(list(ends.values()), width)
     checked = []
     for o in outcomes:
-        mine = dict.fromkeys(sha for c in o.culprits for sha in (c.last_good, c.commit) if sha in ends)
+        mine = [sha for sha in _culprit_ends(o) if sha in ends]
         times = o.times
         if mine and seconds:
             times = replace(times, build_s=times.build_s + seconds, build_check_s=times.build_check_s + seconds)
@@ -44,3 +43,8 @@ def checked_ends(builder: CleanBuilds, outcomes: Sequence[Outcome], width: int) 
         notes = (*o.notes, *(Note(NoteKind.CACHE_MISMATCH, (sha,)) for sha in mine if differs[sha]))
         checked.append(replace(o, notes=notes, times=times))
     return checked
+
+
+def _culprit_ends(o: Outcome) -> dict[str, None]:
+    """Each culprit's last good commit and its own, in order, each once."""
+    return dict.fromkeys(sha for c in o.culprits for sha in (c.last_good, c.commit))
