@@ -36,10 +36,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from before_after import _exact_by_contract  # noqa: E402
+
 TREE_STEPS = {2: 0.7, 4: 17.0, 7: 8.6}
 NOISES = {"13 %": (0.101, 0.082), "10.9 % (per-round 12 %)": (0.085, 0.069)}
 
@@ -63,7 +68,8 @@ def worker(trials: int, family_trials: int, seed: int, families: list[str] | Non
         for r in run_all(chosen, {f.name: family_trials for f in chosen}, seed, ("attrib-posterior",), 1):
             print(json.dumps({"table": "family", "family": r.family, "index": r.index, "status": r.status,
                               "exact": r.exact, "false": r.false_culprit, "samples": r.samples,
-                              "named": list(r.named), "truth": list(r.truth), "posteriors": list(r.posteriors)}), flush=True)  # fmt: skip
+                              "named": list(r.named), "truth": list(r.truth), "zone": list(r.zone),
+                              "posteriors": list(r.posteriors)}), flush=True)  # fmt: skip
 
 
 RULES = ("flat", "decomposition", "uncurtailed")
@@ -140,22 +146,24 @@ def tree_rows(recs: dict[str, list[dict]]) -> list[str]:
 
 def family_rows(recs: dict[str, list[dict]]) -> list[str]:
     (old_name, old), (new_name, new) = recs.items()
-    lines = [f"| family | trials | exact {old_name} / {new_name} | inconclusive | partial | false culprits | samples mean | ratio |",
-             "|---|---:|---|---|---|---|---|---:|"]  # fmt: skip
+    lines = [f"| family | trials | exact {old_name} / {new_name} | exact by the contract | inconclusive | partial | false culprits | samples mean | ratio |",
+             "|---|---:|---|---|---|---|---|---|---:|"]  # fmt: skip
     fams = list(dict.fromkeys(r["family"] for r in old if r["table"] == "family"))
     worse = []
     for f in fams:
         a = [r for r in old if r["table"] == "family" and r["family"] == f]
         b = [r for r in new if r["table"] == "family" and r["family"] == f]
         ex = [sum(r["exact"] for r in x) for x in (a, b)]
+        # a planted step strictly inside the zone may be named beside the truth (the contract)
+        contract = [sum(_exact_by_contract(SimpleNamespace(**r)) for r in x) for x in (a, b)]
         inc = [sum(r["status"] == "inconclusive" for r in x) for x in (a, b)]
         par = [sum(r["status"] == "partial" for r in x) for x in (a, b)]
         fal = [sum(r["false"] for r in x) for x in (a, b)]
         sm = [statistics.mean(r["samples"] for r in x) for x in (a, b)]
         ratio = sm[1] / sm[0] if sm[0] else float("nan")
-        if ex[1] < ex[0] or ratio > 1.0:
-            worse.append(f"{f} (exact {ex[1]} vs {ex[0]}, samples {ratio:.2f}x)")
-        lines.append(f"| {f} | {len(a)} | {ex[0]} / {ex[1]} | {inc[0]} / {inc[1]} | {par[0]} / {par[1]} | "
+        if ex[1] < ex[0] or contract[1] < contract[0] or ratio > 1.0:
+            worse.append(f"{f} (exact {ex[1]} vs {ex[0]}, by the contract {contract[1]} vs {contract[0]}, samples {ratio:.2f}x)")
+        lines.append(f"| {f} | {len(a)} | {ex[0]} / {ex[1]} | {contract[0]} / {contract[1]} | {inc[0]} / {inc[1]} | {par[0]} / {par[1]} | "
                      f"{fal[0]} / {fal[1]} | {sm[0]:.0f} / {sm[1]:.0f} | {ratio:.2f} |")  # fmt: skip
     lines += ["", "Calibration (culprits named with posterior >= p: named / true):", "",
               f"| posterior >= | {old_name} | {new_name} |", "|---|---|---|"]  # fmt: skip

@@ -96,3 +96,35 @@ def test_a_standalone_comparison_keeps_alpha_at_ignore_below_with_its_sigma_esti
                 bad += d.verdict is Verdict.BAD
                 break
     assert bad <= 8
+
+
+def _at_cap(mean: float, seed: int, sigma: float, cap: int) -> tuple[Verdict | None, object]:
+    """One zone test run to its cap at a per-round noise where the cap comes first (the zone's
+    truncation point lies thousands of rounds out)."""
+    config = replace(CONFIG, max_rounds=cap)
+    rounds = np.random.default_rng(seed).normal(mean, sigma, cap)
+    for n in range(config.min_rounds, cap + 1):
+        d = zone_test(list(rounds[:n]), DELTA, sigma, config)
+        if d.verdict is not None:
+            return d.verdict, d.rule
+    return None, None
+
+
+NOISY = 0.147  # per round: issue 39's lrzip tree at 13 % per sample, 7x the minimum
+
+
+def test_the_final_look_at_the_cap_keeps_alpha_at_ignore_below() -> None:
+    # the look alone allows alpha (1.5 of 1500) and the boundary as much again: 8 would be 4 sd
+    # above 2 alpha (measured: 2 of 2000 at a cap of 60, 4 of 2000 at 120)
+    bad = sum(_at_cap(IGNORE, s, NOISY, 60)[0] is Verdict.BAD for s in range(1500))
+    assert bad <= 8
+
+
+def test_the_final_look_names_a_step_far_beyond_the_zone_the_ratio_left_undecided() -> None:
+    # +8.6 % at 7x the minimum's noise, cap 60: the mixture ratio alone decided 168 of 400
+    # (its weight 1/8 at four times the minimum, sigma an upper bound); with the look, 312
+    from attrib.core.model import DecisionRule
+
+    runs = [_at_cap(np.log(1.086), s, NOISY, 60) for s in range(200)]
+    assert sum(v is Verdict.BAD for v, _ in runs) >= 130
+    assert any(r is DecisionRule.FINAL_LOOK for _, r in runs)

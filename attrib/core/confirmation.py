@@ -52,10 +52,14 @@ def meaning(
     step below the minimum at 1 - beta is a smaller step alone and in a group alike: the two
     copies this replaced had drifted (a group took it so only at the cap, and sent a futility
     stop round again for another confirmation that ends the same way)."""
-    if verdict is Verdict.INCONCLUSIVE and rule in UNDECIDED and size_p < beta:
+    if size_p < beta and (
+        (verdict is Verdict.INCONCLUSIVE and rule in UNDECIDED) or (verdict is Verdict.BAD and rule is DecisionRule.FINAL_LOOK)
+    ):
         # the zone's test ran out, as it may for a step strictly inside the zone, and its
         # rounds put this step below the minimum: rule 1 lets it go unnamed; not an open range
-        # that makes a bisection with a real culprit inconclusive
+        # that makes a bisection with a real culprit inconclusive. So too a step the cap's final
+        # look put above ignore_below (core/stats.final_look) with rounds that put it below the
+        # minimum: a step inside the zone, reported as the smaller step it is
         return Meaning.SMALLER
     if verdict is Verdict.GOOD and (held >= locate_at or final):
         # the paired rounds put the step at or below ignore_below (a step of the minimum there

@@ -15,7 +15,8 @@ motion with that drift and the per-round noise). Every boundary of the mixtures 
 by the line of one component (a mixture of likelihood ratios reaches its threshold only if
 one of them does), continuous time stands for rounds, and the components' crossing
 probabilities are added: each of the three only raises the probability, so the rule stops
-late rather than early. A test stops for futility when that probability is below
+late rather than early. The test's final look at its cap (core/stats.final_look: BAD when the
+sum then stands above a bar) is one more way to decide, added the same way. A test stops for futility when that probability is below
 FUTILITY_AT, at the noise's point estimate and at its lower confidence bound alike.
 
 Why it cannot add a false decision: a futility stop only ever ends a test UNDECIDED, at a
@@ -98,11 +99,13 @@ def reach_probability(
     bad: Sequence[Line],
     good: Sequence[Line],
     prior: tuple[float, float] | None = None,
+    looks: Sequence[tuple[int, float]] = (),
 ) -> float:
     """The predictive probability that a test with round shifts summing to `total` after n
     rounds crosses one of its `bad` lines (from below) or `good` lines (from above) within
-    `left` more rounds, at per-round noise sigma (see the module doc: an upper bound); the step
-    from `step_predictive` (a flat prior, or `prior`)."""
+    `left` more rounds, or stands at or above a final look's bar (`looks`: rounds from now to
+    the look, the sum it asks; core/stats.final_look) there, at per-round noise sigma (see the
+    module doc: an upper bound); the step from `step_predictive` (a flat prior, or `prior`)."""
     if left <= 0 or n <= 0 or not math.isfinite(sigma) or sigma <= 0:
         return 1.0
     centre, spread = step_predictive(total, n, sigma, prior)
@@ -116,6 +119,9 @@ def reach_probability(
         p += crossing_probability(
             np.full_like(mu, total - line.intercept - line.slope * n), line.slope - mu, sigma, left
         )
+    for ahead, bar in looks:
+        if 0 < ahead <= left:
+            p += ndtr((total + mu * ahead - bar) / (sigma * math.sqrt(ahead)))
     return float(np.sum(_WEIGHTS * np.minimum(p, 1.0)))
 
 

@@ -21,6 +21,9 @@ class DecisionRule(StrEnum):
     SPRT = "sprt"  # the likelihood ratio crossed one of Wald's boundaries
     TRUNCATION = "truncation"  # the truncation point: the fixed-sample rule decided
     CAP = "cap"  # max_rounds came first (noise too high for this minimum change): inconclusive
+    # at max_rounds, the fixed-sample test of "no step beyond the zone's lower edge" rejected at
+    # level alpha: bad (stats.final_look)
+    FINAL_LOOK = "final_look"
     FUTILITY = "futility"  # it could no longer reach either boundary by its cap: inconclusive at once
     SAME_ARTIFACT = "same_artifact"  # identical artifacts: the equal commit's verdict, no samples
     BUDGET = "budget"  # the time budget ran out first: inconclusive

@@ -9,9 +9,9 @@ It serves three rules (docs/statistics.md, "Futility" and "A remainder left unde
 * `remaining_upper`: below the minimum at P >= 1 - beta, nothing is left to search;
 * `curtailing`: the remaining-change test's and the confirmation's predictive over the step
   starts from this estimate, not from a flat prior, and they are never stopped for futility while
-  the estimate itself, or that predictive (the estimate combined with the test's own rounds),
-  puts the step at the minimum or above: a stop there could cost a culprit the report would
-  otherwise name;
+  the estimate's 1 - beta upper bound (the bound `remaining_upper` reads), or that predictive
+  (the estimate combined with the test's own rounds), puts the step at the minimum or above: a
+  stop there could cost a culprit the report would otherwise name;
 * `reaches`: a remainder whose interval still reaches the minimum when the search could not
   decide it makes the attribution partial (Status.PARTIAL), and `settling` says what would
   settle it.
@@ -111,8 +111,8 @@ def curtailing(config: TestConfig, rest: Unexplained | None) -> TestConfig:
     """The test settings of a test whose outcome can change what the report names (the
     remaining-change test, a confirmation), given what is still unexplained: the futility rule's
     predictive over the step starts from the unexplained change (`TestConfig.prior`), and no
-    futility stop while the unexplained change, or that predictive (it with the test's own
-    rounds), is at least the minimum (`core/stats.futile`).
+    futility stop while the unexplained change's 1 - beta bound, or that predictive (it with the
+    test's own rounds), is at least the minimum (`core/stats.futile`).
     Unchanged when nothing measures the remainder yet."""
     if rest is None or not config.futility:
         return config
