@@ -13,8 +13,18 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import CommitInfo, DependencyRoll, Note, Remainder, RevertStatus, Status, Unresolved, Verdict
-from attrib.evaluate.records import ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
+from attrib.core.model import (
+    ArtifactNote,
+    CommitInfo,
+    DependencyRoll,
+    Note,
+    Remainder,
+    RevertStatus,
+    Status,
+    Unresolved,
+    Verdict,
+)
+from attrib.evaluate.records import CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.evaluate.twins import Builder
 from attrib.recipe import member_label
 

@@ -15,7 +15,17 @@ from sim_results import simulated_result
 
 from attrib.codec import encode
 from attrib.core.detect import ChangeDirection
-from attrib.core.model import Cause, Direction, NoteKind, Purpose, TextCause, UnresolvedCause, Verdict
+from attrib.core.model import (
+    ArtifactNote,
+    ArtifactTrap,
+    Cause,
+    Direction,
+    NoteKind,
+    Purpose,
+    TextCause,
+    UnresolvedCause,
+    Verdict,
+)
 from attrib.errors import ResultFormatError
 from attrib.evaluate.executors.base import (
     DockerDescription,
@@ -107,6 +117,20 @@ def test_structured_causes_and_evidence_survive_json(results):
     back = from_json(json.loads(dump(richer)))
     assert back == richer
     assert isinstance(back, BisectResult) and back.unresolved[0].causes == causes
+
+
+def test_an_artifact_note_is_written_as_it_is_and_reads_back_as_the_same_record(results):
+    # One record (core/model.ArtifactNote) for the evaluation, the outcome and the result: its
+    # traps are written as their values, as every schema wrote them, and read back as traps.
+    note = ArtifactNote("a" * 40, "b" * 40, (ArtifactTrap.BUILD_PATH, ArtifactTrap.TIMESTAMP))
+    result = replace(results["culprit"], artifact_notes=(note,))
+    doc = json.loads(dump(result))
+    assert doc["artifact_notes"] == [{"a": "a" * 40, "b": "b" * 40, "traps": ["build_path", "timestamp"]}]
+    back = from_json(doc)
+    assert back == result and isinstance(back, BisectResult) and back.artifact_notes == (note,)
+    doc["artifact_notes"][0]["traps"] = ["mtime"]  # no attrib wrote another trap
+    with pytest.raises(ResultFormatError, match=r"field 'artifact_notes\[0\].traps\[0\]': expected one of timestamp, build_path"):
+        from_json(doc)
 
 
 @pytest.mark.parametrize("name", SCHEMA1_BISECTIONS)

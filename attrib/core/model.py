@@ -362,3 +362,21 @@ class BuildRecord:
     how: BuildHow = BuildHow.CLEAN
     cache: CacheServed = CacheServed()
     note: str = ""  # why it is not what the recipe asked first (no prebuilt archive, an incremental build failed)
+
+
+class ArtifactTrap(StrEnum):
+    """Why two builds of one program differ in bytes but not in code (evaluate/artifacts.py finds them)."""
+
+    TIMESTAMP = "timestamp"  # an embedded build date or time
+    BUILD_PATH = "build_path"  # the checkout's own path (each commit is built in its own directory)
+
+
+@dataclass(frozen=True)
+class ArtifactNote:
+    """Two builds whose artifacts differ only in bytes that are no code (a reproducibility trap).
+    One record for the evaluation that notes it (evaluate/twins.py), the outcome and the result
+    (result/types.ArtifactNoteRecord names it there, its traps written as their values)."""
+
+    a: str
+    b: str
+    traps: tuple[ArtifactTrap, ...]

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import BuildRecord, CommitInfo, Decided, DecisionRule, Direction
+from attrib.core.model import ArtifactNote, BuildRecord, CommitInfo, Decided, DecisionRule, Direction
 from attrib.core.stats import level_drift, to_pct
-from attrib.evaluate.records import Account, ArtifactNote, CommitRecord, Comparison, Drift, PhaseTimes
+from attrib.evaluate.records import Account, CommitRecord, Comparison, Drift, PhaseTimes
 from attrib.events import Events
 
 

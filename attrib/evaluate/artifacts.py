@@ -19,8 +19,9 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
+
+from attrib.core.model import ArtifactTrap
 
 MAX_DIFF_BYTES = 64 * 1024 * 1024  # larger artifacts are hashed, but not diagnosed byte by byte
 # What a date or a time of day looks like where compilers and build scripts embed them.
@@ -30,13 +31,6 @@ _STAMPS = re.compile(
     rb"|\d{2}:\d{2}:\d{2}"  # __TIME__
     rb"|\b1[5-9]\d{8}\b"  # a Unix time
 )
-
-
-class ArtifactTrap(StrEnum):
-    """Why two builds of one program differ in bytes but not in code."""
-
-    TIMESTAMP = "timestamp"  # an embedded build date or time
-    BUILD_PATH = "build_path"  # the checkout's own path (each commit is built in its own directory)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from attrib.core.blocks import BlockChoice
-from attrib.core.model import BuildRecord, CommitInfo, DecisionRule, Purpose, Verdict
+from attrib.core.model import ArtifactNote, BuildRecord, CommitInfo, DecisionRule, Purpose, Verdict
 from attrib.core.stats import Estimate, size_log_odds
-from attrib.evaluate.artifacts import ArtifactTrap
 
 
 @dataclass(frozen=True)
@@ -41,15 +40,6 @@ class Comparison:
         it ran (composite alternative), else the SPRT's LLR."""
         lo = size_log_odds(self.size_p)
         return self.llr if lo != lo else lo
-
-
-@dataclass(frozen=True)
-class ArtifactNote:
-    """Two builds whose artifacts differ only in bytes that are no code (a reproducibility trap)."""
-
-    a: str
-    b: str
-    traps: tuple[ArtifactTrap, ...]
 
 
 @dataclass

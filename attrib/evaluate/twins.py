@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from attrib.core.model import BuildRecord, CommitInfo, DecisionRule, Purpose, Verdict
+from attrib.core.model import ArtifactNote, BuildRecord, CommitInfo, DecisionRule, Purpose, Verdict
 from attrib.core.stats import shift_estimate
 from attrib.evaluate.accounts import Ledger
 from attrib.evaluate.artifacts import Artifacts, diagnose
-from attrib.evaluate.records import ArtifactNote, Comparison
+from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import ArtifactRunner, Runner
 from attrib.events import Events
 

@@ -18,6 +18,7 @@ from attrib.core.blocks import BlockChoice
 from attrib.core.detect import ChangeDirection
 from attrib.core.environment import Fingerprint
 from attrib.core.model import (
+    ArtifactNote,
     BuildHow,
     CacheServed,
     DecisionRule,
@@ -320,13 +321,9 @@ class SmallerStepRecord:
     size_p: float | None
 
 
-@dataclass(frozen=True)
-class ArtifactNoteRecord:
-    """Two builds whose artifacts differ only by bytes that are no code (a reproducibility trap)."""
-
-    a: str
-    b: str
-    traps: tuple[str, ...]
+# Two builds whose artifacts differ only by bytes that are no code (a reproducibility trap): the
+# evaluation's own record (core/model.ArtifactNote), written as it is (each trap as its value).
+ArtifactNoteRecord = ArtifactNote
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from attrib.outcome import GroupOutcome, Member, Outcome, RevertCheck, Roll
 from attrib.recipe import BenchmarkSpec, Recipe
 from attrib.result.types import (
     MEMBER_FIELDS,
-    ArtifactNoteRecord,
     BisectResult,
     BuildFailure,
     BuildInfo,
@@ -140,7 +139,7 @@ def _where_the_work_went(outcome: Outcome, direction: Direction) -> dict[str, An
         "untouched": tuple(outcome.untouched),
         "same_artifact": {c.candidate: c.same_artifact_as for c in outcome.comparisons if c.same_artifact_as},
         "artifacts": {sha: rec.artifact for sha, rec in outcome.commits.items() if rec.artifact},
-        "artifact_notes": tuple(ArtifactNoteRecord(n.a, n.b, tuple(str(x) for x in n.traps)) for n in outcome.artifact_notes),
+        "artifact_notes": tuple(outcome.artifact_notes),
         "samples_saved_estimate": int(outcome.samples_saved),
         "phase_times_s": phase_times([t]),
         "out_of_time": outcome.out_of_time,
