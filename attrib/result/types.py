@@ -99,6 +99,10 @@ class RevertRecord:
 
 @dataclass(frozen=True)
 class CulpritRecord:
+    """A culprit as the result reports it: a reading of the search's `outcome.Culprit` (the
+    commit's metadata, its change in percent, what it reproduces with), not its copy:
+    docs/architecture.md, "In memory and on disk"."""
+
     commit: str
     subject: str
     author: str
@@ -328,7 +332,9 @@ ArtifactNoteRecord = ArtifactNote
 
 @dataclass(frozen=True)
 class PhaseTimesRecord:
-    """Wall seconds per phase; decide is attrib's own overhead."""
+    """Wall seconds per phase; decide is attrib's own overhead. A reading of the evaluation's
+    running `PhaseTimes` (rounded, a group's members' summed, the overhead per comparison in
+    place of the count), not its copy: docs/architecture.md, "In memory and on disk"."""
 
     build: float = 0.0
     measure: float = 0.0
