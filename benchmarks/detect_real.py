@@ -259,13 +259,43 @@ def match(found: Sequence[int], truth: Sequence[tuple[int, int]] | Sequence[int]
     return hits
 
 
+def unmatched(found: Sequence[int], truth: Sequence[tuple[int, int]], margin: int) -> list[int]:
+    """The detections `match` leaves over (its false alerts), same order of matching."""
+    left = sorted(found)
+    for lo, hi in sorted(truth):
+        near = [f for f in left if max(lo - f, 0, f - hi) <= margin]
+        if near:
+            left.remove(min(near, key=lambda f: (max(lo - f, 0, f - hi), f)))
+    return left
+
+
+PERFHERDER_FLOOR_PCT = 2.0  # Perfherder's PERFHERDER_REGRESSION_THRESHOLD (detect_baselines.perfherder)
+PERFHERDER_WINDOW = 12  # its fore window and minimum back window: it cannot alert nearer an end
+
+
+def step_pct(values: Sequence[float], i: int, side: int = PERFHERDER_WINDOW) -> float:
+    """Median of up to `side` points from i on over the median of up to `side` before it, in %:
+    how large a detection's step looks to a window-based test like Perfherder's."""
+    before = [v for v in values[max(0, i - side) : i] if math.isfinite(v)]
+    after = [v for v in values[i : i + side] if math.isfinite(v)]
+    if not before or not after or float(np.median(before)) == 0:
+        return math.nan
+    return (float(np.median(after)) / float(np.median(before)) - 1) * 100
+
+
 def run_realise(series: list[PerfSeries], margin: int) -> dict[str, dict[str, dict[str, float]]]:
     """Per detector, two scorings: `range` (a detection within `margin` of the alert's push range
     is a hit) and `push` (within `margin` of the alert's own push only, as the issue first
-    scored). `quiet`: detections on the series without a valid change, per 1000 of their points."""
+    scored). `quiet`: detections on the series without a valid change, per 1000 of their points.
+    Beside attrib at its defaults, attrib at Perfherder's 2 % alert floor (`min_change_pct`, a
+    setting a project may choose, docs/history.md): the same magnitude policy as the t-test."""
     dets: dict[str, Callable[[PerfSeries], list[int]]] = {
         name: (lambda s, d=det: d(s.values, s.direction)) for name, det in DETECTORS.items()
     }
+    floor = DetectSettings(min_change_pct=PERFHERDER_FLOOR_PCT)
+    dets[f"attrib, min_change_pct {PERFHERDER_FLOOR_PCT:g}"] = lambda s: [
+        c.index for c in detect(s.values, s.direction, floor)
+    ]
     dets["perfherder-alerts"] = lambda s: s.perfherder
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name, det in dets.items():
@@ -286,6 +316,11 @@ def run_realise(series: list[PerfSeries], margin: int) -> dict[str, dict[str, di
                 "f1": 2 * p * r / (p + r) if p + r else 0.0,
                 "false_per_1000": 1000 * (reported - tp) / max(points, 1),
             }  # fmt: skip
+        out[name]["false"] = [  # type: ignore[assignment]
+            (s.path, f, f, len(s.values) - 1 - f, step_pct(s.values, f))
+            for s in series
+            for f in unmatched(found[s.path], s.valid, margin)
+        ]
         quiet = [s for s in series if s.quiet]
         qn = sum(len(s.values) for s in quiet)
         qf = sum(len(found[s.path]) for s in quiet)
@@ -432,6 +467,20 @@ def report(args, tcpd, absent, tcpd_scores, realise, realise_scores, scale, wall
                 f"{h['tp']} | {h['precision']:.3f} | {h['recall']:.3f} | {g['false_per_1000']:.2f} | "
                 f"{q['reported']} / {q['points']} ({q['per_1000']:.1f}) |"
             )
+        lines += [
+            "",
+            f"False alerts (range scoring), each as window:index (points before it in the window / after it; "
+            f"step: median of the {PERFHERDER_WINDOW} points from it on over the median of the {PERFHERDER_WINDOW} before). "
+            f"Perfherder's t-test cannot alert with fewer than {PERFHERDER_WINDOW} points on either side, nor on a step "
+            f"under {PERFHERDER_FLOOR_PCT:g} %.",
+            "",
+        ]
+        for name, r in realise_scores.items():
+            items = [
+                f"{path.removeprefix('autoland4_').removesuffix('.csv')}:{i} ({b}/{a}, {pct:+.1f} %)"
+                for path, i, b, a, pct in r["false"]
+            ]
+            lines.append(f"- {name}: {'; '.join(items) if items else 'none'}")
         lines += ["", "Per window: points, valid ranges, invalid alerts; each detector's reported indices", ""]
         for s in realise:
             found = "; ".join(

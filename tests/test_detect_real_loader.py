@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from detect_real import match, parse_realise  # noqa: E402
+from detect_real import match, parse_realise, step_pct, unmatched  # noqa: E402
 from realise_subset import COLUMNS, window  # noqa: E402
 
 from attrib.core.model import Direction  # noqa: E402
@@ -91,3 +91,15 @@ def test_window_keeps_whole_lines_and_the_dataset_columns():
     assert (alert["alert_id"], alert["alert_prev_push_id"], alert["test_status"]) == ("41.0", "99", "2.0")
     s = parse_realise("w.csv", out)
     assert s.values == [1.25, 2.5] and s.valid == [(1, 1)]
+
+
+def test_false_alerts_are_what_match_leaves_and_a_step_is_sized_as_a_window_test_sees_it():
+    # truth: a change in pushes 20..24; detections at 18 (within 5 of it), 40 and 3
+    assert match([18, 40, 3], [(20, 24)], 5) == 1
+    assert unmatched([18, 40, 3], [(20, 24)], 5) == [3, 40]
+    assert unmatched([22, 23], [(20, 24)], 5) == [23]  # each change is matched once
+    # a 2 % step at 30: medians of 12 points each side; a gap (NaN) is skipped
+    values = [100.0] * 30 + [102.0] * 30
+    values[35] = float("nan")
+    assert abs(step_pct(values, 30) - 2.0) < 1e-9
+    assert step_pct(values, 3) == 0.0  # 3 points before it, 12 after: all 100, flat
