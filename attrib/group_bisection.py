@@ -3,10 +3,10 @@ a bisection of one takes (bisection.py), with what costs the machine time shared
 
   1. the preflight of every member, in shared rounds (one process per round for a runner that
      measures them all); a member that does not reproduce is reported so and drawn no further;
-  2. the search of the range for every reproduced member at once (segment/group_search.py:
-     each build measured for the strongest undecided member, the others checked at the pair it
-     locates, the shared-culprit prior, one confirmation per position for the members that
-     point there);
+  2. the search of the range for every reproduced member at once (the one search loop,
+     segment/posterior_search.search_members, that searches a benchmark alone: each build
+     measured for the strongest undecided member, the others checked at the pair it locates,
+     the shared-culprit prior, one confirmation per position for the members that point there);
   3. for each member, the rest of its bisection as a bisection of it alone takes it, from its
      first finding on (merges, the remaining-change rule, further culprits, the revert check):
      the single search's own rules, on the member's own evaluation, which holds every block
@@ -33,8 +33,7 @@ from attrib.evaluate.twins import Builder
 from attrib.events import Events
 from attrib.outcome import CommitGraph, Dependencies, Found, GroupOutcome, Member, Reverter
 from attrib.recipe import BenchmarkSpec
-from attrib.segment.group_search import GroupSearch
-from attrib.segment.posterior_search import PosteriorSearch
+from attrib.segment.posterior_search import PosteriorSearch, search_members
 
 # Called before each step taken for all members at once, with the members it measures when it
 # knows (None: every member): each shared process's SharedRuns.next_phase.
@@ -97,7 +96,7 @@ class GroupBisection:
                 # each member's own posterior search (the one its driver searches with after)
                 searches = {m: cast(PosteriorSearch, self.members[m].segments) for m in searched}
                 scouting = self.settings.deadline is None
-                first = GroupSearch(searches, self._phase, scouting=scouting).search(chain, good, searched)
+                first = search_members(searches, chain, good, searched, self._phase, scouting)
         outcomes = []
         for m, b in self.members.items():
             self._phase(None)

@@ -1,6 +1,6 @@
 """Group bisections (issue 29): core/group.py's shared-culprit prior and chooser (property-tested),
 the shared builds and process runs of evaluate/shared.py, the recipe's group selection, and the
-real group bisection (group_bisection.py, segment/group_search.py) on seeded simulated groups."""
+real group bisection (group_bisection.py, segment/posterior_search.search_members) on seeded simulated groups."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attrib.core import group as grouped
+from attrib.core.choose import choose
 from attrib.core.model import UnresolvedCause
 from attrib.core.posterior import posterior
+from attrib.core.requests import Action, Request
 from attrib.errors import ConfigError
 from attrib.evaluate.runners.command import split_named
 from attrib.evaluate.shared import SharedRuns
@@ -24,6 +26,11 @@ from attrib.recipe import load_recipe
 from attrib.simulation import NoiseModel, SimGroupRunner, group_history, run_simulated, run_simulated_group
 
 SIGMA = 0.01
+
+
+def _request(n: int, views, **kw) -> Request:
+    """The chooser's first request for a group's views (core/choose.py)."""
+    return choose(n, views, **kw)[0]
 
 
 def _blocks(
@@ -97,8 +104,8 @@ def test_one_confirmation_serves_every_member_pointing_there():
     own = {m: p.probs for m, p in posts.items()} | {"weak": weak.probs}
     posts["weak"] = grouped.with_prior(weak, grouped.shared_prior(own)["weak"])
     views = {m: grouped.MemberView(p, {}) for m, p in posts.items()}
-    req = grouped.next_group_request(64, views, built=frozenset(at))
-    assert req.action is grouped.GroupAction.CONFIRM and (req.position, req.last_good) == (16, 15)
+    req = _request(64, views, built=frozenset(at))
+    assert req.action is Action.CONFIRM and (req.position, req.last_good) == (16, 15)
     assert set(req.members) == {"a", "b", "c", "weak"}
     assert "weak" in req.provisional
 
@@ -107,11 +114,37 @@ def test_the_next_build_is_where_the_summed_information_is():
     at = [0, 64]
     posts = {m: posterior(64, _blocks(64, 30, 0.05, s, at), tau=0.0025) for s, m in enumerate("ab")}
     views = {m: grouped.MemberView(p, _blocks(64, 30, 0.05, 1, at)) for m, p in posts.items()}
-    req = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10)
-    assert req.action is grouped.GroupAction.BUILD
+    req = _request(64, views, built=frozenset(at), builds_left=10)
+    assert req.action is Action.BUILD
     assert 20 <= req.position <= 44  # the middle: every member learns its side there
     assert set(req.members) == {"a", "b"}
-    assert grouped.next_group_request(64, {}).action is grouped.GroupAction.ALONE
+    assert _request(64, {}).action is Action.EXHAUSTED
+
+
+def test_one_chooser_a_group_batches_its_builds_and_extends_a_capped_commit_as_alone():
+    # issue 39: one chooser for one member or many (core/choose.py). The group's search had its
+    # own chooser, which asked one build at a time (no --probes) and never extended a commit at
+    # its block cap; now a group batches as a benchmark alone does, each further build valued as
+    # if the sides of those before it were known, and extends the commit that decides.
+    at = [0, 64]
+    posts = {m: posterior(64, _blocks(64, 30, 0.05, s, at), tau=0.0025) for s, m in enumerate("ab")}
+    views = {m: grouped.MemberView(p, _blocks(64, 30, 0.05, 1, at)) for m, p in posts.items()}
+    batch = choose(64, views, built=frozenset(at), builds_left=10, width=3)
+    assert [r.action for r in batch] == [Action.BUILD] * 3
+    positions = sorted(r.position for r in batch)
+    assert len(set(positions)) == 3 and positions[0] < 30 < positions[-1]  # spread out, not piled up
+    alone = choose(64, {"a": views["a"]}, built=frozenset(at), builds_left=10, width=3)
+    assert len(alone) == 3 and {r.members for r in alone} == {("a",)}
+    # a commit at its cap (3 blocks each) that still decides the boundary is extended, for the
+    # members it serves
+    at = [0, 30, 31, 64]
+    blocks = {m: _blocks(64, 31, 0.02, s, at, per=3, sigma=0.03) for s, m in enumerate("ab")}
+    views = {m: grouped.MemberView(posterior(64, b, tau=0.0025), b) for m, b in blocks.items()}
+    (req,) = choose(64, views, built=frozenset(at), cap=3)
+    assert req.action is Action.EXTEND and req.position in (30, 31) and set(req.members) == {"a", "b"}
+    # once extended, it is asked for nothing more
+    again = choose(64, views, built=frozenset(at), cap=3, extended=frozenset({req.position}))
+    assert all(r.position != req.position or r.action is Action.CONFIRM for r in again)
 
 
 def test_a_group_builds_where_ci_published_a_binary_when_it_is_near_as_informative():
@@ -120,10 +153,10 @@ def test_a_group_builds_where_ci_published_a_binary_when_it_is_near_as_informati
     at = [0, 64]
     posts = {m: posterior(64, _blocks(64, 30, 0.05, s, at), tau=0.0025) for s, m in enumerate("ab")}
     views = {m: grouped.MemberView(p, _blocks(64, 30, 0.05, 1, at)) for m, p in posts.items()}
-    plain = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10)
+    plain = _request(64, views, built=frozenset(at), builds_left=10)
     others = frozenset(range(1, 64, 2) if plain.position % 2 == 0 else range(2, 64, 2))
-    cheap = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10, prebuilt=others)
-    assert plain.action is cheap.action is grouped.GroupAction.BUILD
+    cheap = _request(64, views, built=frozenset(at), builds_left=10, prebuilt=others)
+    assert plain.action is cheap.action is Action.BUILD
     assert plain.position not in others and cheap.position in others
     assert abs(cheap.position - plain.position) <= 2 and cheap.value > plain.value
 
@@ -299,8 +332,8 @@ def test_the_locating_rounds_measure_the_scout_and_followers_are_checked_at_its_
         m: grouped.MemberView(grouped.with_prior(p, priors[m]), {0: [0.0], 64: [0.04]}) for m, p in followers.items()
     }
     views["d"] = grouped.MemberView(grouped.with_prior(posterior(64, elsewhere, tau=0.0025), priors["d"]), elsewhere)
-    req = grouped.next_group_request(64, views, built=frozenset(at), scouts=frozenset({"a"}))
-    assert req.action is grouped.GroupAction.CHECK and (req.position, req.last_good) == (16, 15)
+    req = _request(64, views, built=frozenset(at), scouts=frozenset({"a"}))
+    assert req.action is Action.CHECK and (req.position, req.last_good) == (16, 15)
     assert set(req.members) == {"b", "c"}  # "d" ruled the gap out with its own blocks: not checked
     # checked (one block of each side; blocks of 10 samples at 1 % each: 0.3 %), the followers
     # hold the pair and join its confirmation
@@ -310,8 +343,8 @@ def test_the_locating_rounds_measure_the_scout_and_followers_are_checked_at_its_
     priors = grouped.shared_prior(own)
     for m, b in blocks.items():
         checked[m] = grouped.MemberView(grouped.with_prior(posterior(64, b, tau=0.0025), priors[m]), b)
-    req = grouped.next_group_request(64, checked, built=frozenset(at), scouts=frozenset({"a"}))
-    assert req.action is grouped.GroupAction.CONFIRM and set(req.members) == {"a", "b", "c"}
+    req = _request(64, checked, built=frozenset(at), scouts=frozenset({"a"}))
+    assert req.action is Action.CONFIRM and set(req.members) == {"a", "b", "c"}
     assert {"b", "c"} <= set(req.provisional)
 
 
@@ -322,10 +355,10 @@ def test_only_the_scouts_are_measured_while_the_group_locates():
     scouts = grouped.scouts_of(views, frozenset())
     assert len(scouts) == grouped.SCOUTS
     assert grouped.scouts_of(views, scouts) == scouts  # kept while undecided: its blocks are the search's
-    req = grouped.next_group_request(64, views, built=frozenset(at), builds_left=10, scouts=scouts)
-    assert req.action is grouped.GroupAction.BUILD and set(req.members) == set(scouts)
+    req = _request(64, views, built=frozenset(at), builds_left=10, scouts=scouts)
+    assert req.action is Action.BUILD and set(req.members) == set(scouts)
     # without scouts, every member is measured (the rule before them)
-    assert set(grouped.next_group_request(64, views, built=frozenset(at), builds_left=10).members) == set("abc")
+    assert set(_request(64, views, built=frozenset(at), builds_left=10).members) == set("abc")
 
 
 def test_a_weak_member_draws_well_under_its_bisection_alone_and_stays_exact():
@@ -364,9 +397,9 @@ def test_a_checked_follower_joins_unless_its_check_ruled_the_pair_out():
     views = {"a": grouped.MemberView(scout, _blocks(64, 16, 0.05, 1, at, per=6))}
     views |= {"moved": follower(0.2), "ruled_out": follower(0.001)}
     kw = {"built": frozenset(at), "scouts": frozenset({"a"})}
-    req = grouped.next_group_request(64, views, **kw)
-    assert req.action is grouped.GroupAction.CONFIRM and set(req.members) == {"a"}  # both have blocks there
-    req = grouped.next_group_request(64, views, checked=frozenset({("moved", 16), ("ruled_out", 16)}), **kw)
+    req = _request(64, views, **kw)
+    assert req.action is Action.CONFIRM and set(req.members) == {"a"}  # both have blocks there
+    req = _request(64, views, checked=frozenset({("moved", 16), ("ruled_out", 16)}), **kw)
     # one block of each side, against a reference measured minutes before, may leave a follower
     # short of JOIN_AT (a machine off its level): its own confirmation decides
     assert set(req.members) == {"a", "moved"} and "moved" in req.provisional

@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
+from attrib.core.choose import next_request, next_requests
 from attrib.core.posterior import mixture_bits, posterior, round_corrected
-from attrib.core.requests import Action, build_price, builds_needed, next_request, next_requests
+from attrib.core.requests import Action, build_price, builds_needed
 from attrib.core.stats import CONFIRM_MIN_ROUNDS
 from attrib.segment.scope import MAX_CONFIRM_RETRIES
 

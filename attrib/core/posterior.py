@@ -23,7 +23,7 @@ likelihood is computed once per gap between measured positions; a gap shares its
 uniformly. An unbuildable commit carries no data: the gap across it stays ambiguous, which is
 the ambiguous range the report names.
 
-What to ask next from this posterior (locating, batching) is core/requests.py; `mixture_bits`
+What to ask next from this posterior (locating, batching) is core/choose.py, from core/requests.py's pieces; `mixture_bits`
 here is what one block is worth: the mutual information between a commit's side and its block.
 
 This module never builds, runs or prints: it takes block levels and returns numbers.

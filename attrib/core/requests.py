@@ -1,29 +1,26 @@
-"""What the posterior search asks for next, from the posterior of core/posterior.py: pure.
+"""What one member's posterior (core/posterior.py) tells the chooser (core/choose.py): pure.
 
-`next_requests` first *locates*: CONFIRM once one position (with the unbuildable commits right
-before it, which no data can tell apart) holds `locate_at`, or early, provisionally, when the
-change lies between two adjacent measured commits; else it *batches*: the MEASUREs and BUILDs
-with the most expected bits per unit of cost (core/posterior.mixture_bits: the information one
-block gives about "is j on the bad side"), each valued as if the sides of the ones chosen before
-it were known; EXTEND a commit at its block cap that still decides the boundary; EXHAUSTED with
-the credible range when nothing is worth asking. An unmeasured commit costs a build plus a
-block (`build_cost` blocks in all, dearer as the segment's build budget runs short of what
-locating still needs: `build_price`); a measured one costs one block. Commits inside a build
-break are skipped without a build (`inside_breaks`).
+`locate`: CONFIRM once one position (with the unbuildable commits right before it, which no
+data can tell apart) holds `locate_at`, or early, provisionally, when the change lies between
+two adjacent measured commits. `block_levels`: what the next block of each open commit is drawn
+from, the one valuation of a block (core/posterior.mixture_bits: the information one block gives
+about "is j on the bad side"). `build_price`/`build_at`: an unmeasured commit costs a build plus
+a block (`build_cost` blocks in all, dearer as the segment's build budget runs short of what
+locating still needs), a measured one a block. `credible_range`: what is reported when nothing
+is worth asking. Commits inside a build break are skipped without a build (`inside_breaks`).
 
 This module never builds, runs or prints: it takes block levels and returns requests.
 """
-
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 
-from attrib.core.posterior import Posterior, commit_level, mixture_bits, posterior
+from attrib.core.posterior import Posterior, commit_level
 
 MIN_LOCATE_DOF = 16  # within-commit degrees of freedom before sigma's usual bound is trusted to locate
 LOCATE_SIGMA_QUANTILE = 0.01  # below MIN_LOCATE_DOF a position is located only if it holds at sigma's 99 % bound
@@ -33,7 +30,7 @@ DEFAULT_BUILD_COST = 3.0  # a build, in blocks of a built commit (checkout, comp
 # fetched and unpacked, nothing compiled; its first block is still measured (at least 1)
 PREBUILT_COST_FRACTION = 0.1
 CONFIRM_EARLY_AT = 0.9  # ... or confirm at once, provisionally, a gap of two adjacent measured commits holding this
-BREAK_SPAN = 2.0  # a build break's typical reach in commits: see next_requests
+BREAK_SPAN = 2.0  # a build break's typical reach in commits: see build_at
 ENDS_SHARE = 2  # an end keeps at least 1/this of the blocks of the most-measured inside commit
 MISFIT_Z = 4.0  # standard errors off both levels: a commit at neither level (Gaussian odds < 1e-4)
 BUILD_SLACK_EASY = 2.0  # builds to spare beyond what locating still needs at which a build costs `build_cost`
@@ -46,25 +43,29 @@ class Action(StrEnum):
     MEASURE = "measure"  # one more block of a built commit
     BUILD = "build"  # build a commit and measure its first block
     EXTEND = "extend"  # a commit at its block cap still decides the boundary: more samples, once
+    CHECK = "check"  # a group's followers: one round of culprit^, culprit and the reference: do they join?
     CONFIRM = "confirm"  # the posterior holds one position: confirm culprit^ vs culprit
     EXHAUSTED = "exhausted"  # nothing left to learn within the block cap: report the credible range
+    # (a group's members: each is searched alone, by the same chooser)
 
 
 @dataclass(frozen=True)
 class Request:
     action: Action
-    position: int = 0  # MEASURE/BUILD/EXTEND: where; CONFIRM: the culprit's position
-    last_good: int = 0  # CONFIRM: the position it is confirmed against
+    position: int = 0  # MEASURE/BUILD/EXTEND: where; CHECK/CONFIRM: the culprit's position
+    last_good: int = 0  # CHECK/CONFIRM: the position it is confirmed against
     ambiguous: tuple[int, ...] = ()  # CONFIRM/EXHAUSTED: unbuildable or open positions beside it
     value: float = 0.0  # expected bits per unit of cost of a MEASURE/BUILD
-    provisional: bool = False  # CONFIRM: located with the noise not yet known (fewer than
-    # MIN_LOCATE_DOF degrees of freedom): it stands only if the posterior holds it again with
-    # the confirmation's blocks
+    members: tuple[Hashable, ...] = ()  # the members it serves (core/choose.py)
+    # CONFIRM: the members it stands for only if their posterior holds the position again with the
+    # confirmation's blocks (located with the noise not yet known: fewer than MIN_LOCATE_DOF degrees
+    # of freedom, or early; a group's member joined below `locate_at`)
+    provisional: tuple[Hashable, ...] = ()
 
 
 @dataclass(frozen=True)
-class _Segment:
-    """What one choice of requests reads: the segment's blocks and the posterior from them."""
+class Segment:
+    """What one choice of requests reads of one member: its blocks and its posterior from them."""
 
     n: int
     blocks: Mapping[int, Sequence[float]]
@@ -81,63 +82,7 @@ class _Segment:
         return self.cap is not None and 0 < j < self.n and self.counts.get(j, 0) >= self.cap
 
 
-def next_request(
-    n: int,
-    blocks: Mapping[int, Sequence[float]],
-    **kw: object,
-) -> tuple[Request, Posterior]:
-    """The single best request (`next_requests` with width 1)."""
-    reqs, post = next_requests(n, blocks, **kw)  # type: ignore[arg-type]
-    return reqs[0], post
-
-
-def next_requests(
-    n: int,
-    blocks: Mapping[int, Sequence[float]],
-    *,
-    unbuildable: frozenset[int] = frozenset(),
-    tau: float,
-    prior_sigma: float | None = None,
-    build_cost: float = DEFAULT_BUILD_COST,
-    locate_at: float = DEFAULT_LOCATE_AT,
-    blocks_left: int | None = None,
-    builds_left: int | None = None,
-    width: int = 1,
-    cap: int | None = None,
-    extended: frozenset[int] = frozenset(),
-    anchored: bool = False,
-    prebuilt: frozenset[int] = frozenset(),
-) -> tuple[tuple[Request, ...], Posterior]:
-    """The next requests for a segment (at most `width`, to be built concurrently and measured
-    in one shared round), and the posterior they were chosen from: a position located
-    (`_locate`), else, while blocks are left (`blocks_left`), a batch (`_batch`). `cap`: the
-    blocks one commit may cost (the recipe's max_rounds); `extended`: commits already given more
-    once. `anchored`: the blocks are read against the reference's of their rounds
-    (core/posterior.round_corrected).
-
-    `builds_left`: how many more commits the segment may build (None: no limit). A batch asks
-    for at most that many BUILDs; once none are left only measured commits are asked for, and
-    a gap between two measured commits that holds `locate_at` is located as one place; the
-    untested commits inside that gap may still be built (that finishes the search in at most
-    log2 of its width builds), and when none are, the gap is named by the commit at its top with
-    the others as its ambiguous range (the driver reports it unresolved: not measured). A build costs
-    `build_cost` blocks in the value (a position in `prebuilt`, whose binary CI published,
-    PREBUILT_COST_FRACTION of that and at least a block), but the budget is what bounds builds: where the one-step
-    model misfits (a second, smaller step elsewhere puts some commits at neither level) the
-    posterior keeps a share on the far mode and each build still looks worth its cost."""
-    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
-    counts = {p: len(b) for p, b in blocks.items() if len(b)}
-    untested = _untested(n, post, counts, unbuildable, builds_left, locate_at)
-    seg = _Segment(n, blocks, counts, post, unbuildable, untested, locate_at, cap, extended, prebuilt)
-    located = _locate(seg, tau, prior_sigma, anchored)
-    if located is not None:
-        return (located,), post
-    if blocks_left is not None and blocks_left <= 0:
-        return (credible_range(post, unbuildable, locate_at),), post
-    return _batch(seg, build_cost, builds_left, width), post
-
-
-def _untested(
+def untested(
     n: int,
     post: Posterior,
     counts: Mapping[int, int],
@@ -161,10 +106,12 @@ def _untested(
     return untested
 
 
-def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool) -> Request | None:
-    """CONFIRM when one position holds `locate_at`, marked `provisional` while the noise is
-    not yet known, or already at CONFIRM_EARLY_AT, provisionally, when the change lies between
-    two adjacent measured commits and what is left is their sides; None: not located yet."""
+def locate(seg: Segment, at_bound: Callable[[], Posterior]) -> tuple[Request, bool] | None:
+    """CONFIRM when one position of this member's posterior holds `locate_at`, provisional (the
+    flag returned beside it) while the noise is not yet known, or already at CONFIRM_EARLY_AT,
+    provisionally, when the change lies between two adjacent measured commits and what is left is
+    their sides; None: not located yet. `at_bound`: the member's posterior at sigma's
+    LOCATE_SIGMA_QUANTILE bound (a boundary holding there stands from few blocks)."""
     post, counts = seg.post, seg.counts
     hit = credible(post, seg.unbuildable, seg.locate_at, seg.untested)
     early = credible(post, seg.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
@@ -181,7 +128,7 @@ def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool
         # so they are confirmed now (provisionally: the posterior must hold the position at
         # `locate_at` with the confirmation's blocks) rather than measured one block at a time
         # up to `locate_at` and then measured again by the confirmation
-        return Request(Action.CONFIRM, early[0], early[0] - 1, (), provisional=True)
+        return Request(Action.CONFIRM, early[0], early[0] - 1, ()), True
     if hit is None:
         return None
     k, amb = hit
@@ -196,21 +143,9 @@ def _locate(seg: _Segment, tau: float, prior_sigma: float | None, anchored: bool
     # the two sides until MIN_LOCATE_DOF first, as this did, drew 6-8 blocks that the
     # confirmation then drew again: 80 of a median 2 % step's 396 samples.)
     sides = [p for p in (last, k) if not (seg.capped(p) and p in seg.extended)]
-    robust = (
-        dof < MIN_LOCATE_DOF
-        and dof >= 2
-        and credible(
-            posterior(
-                seg.n, seg.blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE,
-                anchored=anchored,
-            ),
-            seg.unbuildable,
-            seg.locate_at,
-        )
-        == hit
-    )  # fmt: skip
+    robust = dof < MIN_LOCATE_DOF and dof >= 2 and credible(at_bound(), seg.unbuildable, seg.locate_at) == hit
     provisional = dof < MIN_LOCATE_DOF and bool(sides) and not robust
-    return Request(Action.CONFIRM, k, last, amb, provisional=provisional)
+    return Request(Action.CONFIRM, k, last, amb), provisional
 
 
 def block_levels(
@@ -250,80 +185,6 @@ def block_levels(
         if off > MISFIT_Z:
             a[idx] = b[idx]
     return a, b, s
-
-
-def _valued(
-    seg: _Segment, open_: list[int], build_cost: float, builds_left: int | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per open commit, what its next block is drawn from (`block_levels`) and what it costs,
-    in blocks: a measured commit one block, an unmeasured one a build and its first block."""
-    post, counts = seg.post, seg.counts
-    a, b, s = block_levels(post, seg.blocks, open_)
-    # A build break usually spans several commits: one d commits from an unbuildable commit is
-    # broken with a chance that falls with d, so its build costs 1 + BREAK_SPAN / d in
-    # expectation, and the search steps away from a break instead of walking through it one
-    # failed build at a time.
-    near = [min((abs(j - u) for u in seg.unbuildable), default=0) for j in open_]
-    price = build_cost * build_price(post, counts, builds_left)
-    cost = np.array(
-        [1.0 if j in counts else build_at(price, j in seg.prebuilt, d) for j, d in zip(open_, near, strict=True)]
-    )
-    return a, b, s, cost
-
-
-def _batch(seg: _Segment, build_cost: float, builds_left: int | None, width: int) -> tuple[Request, ...]:
-    """The MEASUREs and BUILDs with the most bits per unit cost, each further one valued as
-    if the sides of those chosen before it were known (so a batch spreads out instead of piling
-    onto one gap, and each further probe is worth less), within `builds_left`; EXTEND when the
-    most informative commit already has `cap` blocks and was not extended yet; EXHAUSTED (the
-    credible range) when nothing is worth a block."""
-    post, counts, n = seg.post, seg.counts, seg.n
-    exhausted = (credible_range(post, seg.unbuildable, seg.locate_at),)
-    cdf = np.cumsum(post.probs)
-    # an extended commit at its cap has had its extra rounds: it is asked for nothing more
-    open_ = [
-        j
-        for j in range(1, n)
-        if j not in seg.unbuildable and j not in seg.untested and 1e-9 < cdf[j] < 1 - 1e-9
-        and not (seg.capped(j) and j in seg.extended)
-    ]  # fmt: skip
-    if not open_:
-        return exhausted
-    js = np.array(open_)
-    a, b, s, cost = _valued(seg, open_, build_cost, builds_left)
-    value = mixture_bits(cdf[js], a, b, s) / cost
-    best = int(np.argmax(value))
-    if value[best] <= 1e-9:
-        return exhausted
-    j = open_[best]
-    if seg.capped(j):
-        # the commit that decides the boundary had what one commit may cost: it gets more
-        # samples once, as the sequential search extends an undecided probe
-        return (Request(Action.EXTEND, j, value=float(value[best])),)
-    batch = [Request(Action.MEASURE if j in counts else Action.BUILD, j, value=float(value[best]))]
-    batch[:0] = [Request(Action.MEASURE, e, value=float(value[best])) for e in _ends_due(n, counts)]
-    cuts = [j]
-    builds = int(j not in counts)  # builds asked for in this batch, within `builds_left`
-    while len(batch) < width:
-        edges = [0, *sorted(cuts), n]
-        lo = np.array([max(e for e in edges if e < p) for p in open_])
-        hi = np.array([min(e for e in edges if e > p) if p not in cuts else p for p in open_])
-        f_lo = cdf[lo]  # cdf[0] = 0: nothing lies at or before the reference
-        mass = cdf[hi] - f_lo
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.where(mass > 1e-12, (cdf[js] - f_lo) / mass, 0.0)
-        more = mass * mixture_bits(f, a, b, s) / cost
-        more[[i for i, p in enumerate(open_) if p in cuts or seg.capped(p)]] = 0.0
-        if builds_left is not None and builds >= builds_left:
-            more[[i for i, p in enumerate(open_) if p not in counts]] = 0.0
-        nxt = int(np.argmax(more))
-        if more[nxt] <= 1e-9:
-            break
-        p = open_[nxt]
-        cuts.append(p)
-        builds += int(p not in counts)
-        batch.append(Request(Action.MEASURE if p in counts else Action.BUILD, p, value=float(more[nxt])))
-    return tuple(batch)
 
 
 def credible(
@@ -416,7 +277,7 @@ def build_price(post: Posterior, counts: Mapping[int, int], builds_left: int | N
     return 1.0 + BUILD_PRICE_STEP * max(0.0, BUILD_SLACK_EASY - spare)
 
 
-def _ends_due(n: int, counts: Mapping[int, int]) -> list[int]:
+def ends_due(n: int, counts: Mapping[int, int]) -> list[int]:
     """The end due for another block, if any.
 
     The ends are where the two levels are pinned down: a side's information is exact only when

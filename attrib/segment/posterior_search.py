@@ -19,16 +19,22 @@ runs did either, and the two tests failed 1 run in 30 (12 builds against 10, und
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from attrib.core import group as grouped
 from attrib.core import posterior as model
 from attrib.core import requests as locate
 from attrib.core.blocks import hopeless
+from attrib.core.choose import choose
 from attrib.core.confirmation import Meaning, meaning
 from attrib.core.model import DecisionRule, Note, NoteKind, Purpose, Step, Verdict
 from attrib.core.remainder import still_unexplained
+from attrib.core.requests import LOCATE_SIGMA_QUANTILE, Action
 from attrib.core.stats import EXTEND_FACTOR, min_change_shift, size_posterior
 from attrib.errors import ReferenceFailed
 from attrib.evaluate.records import Comparison
@@ -48,7 +54,7 @@ def build_budget(n: int) -> int:
     keeps building because its model misfits (a second step below the minimum leaves commits
     at neither level, and the posterior never settles), or that walks through a build break
     one failed commit at a time. Spent, the search measures the commits it has and names the
-    gap between two of them (core/requests.next_requests, `builds_left`)."""
+    gap between two of them (core/choose.choose, `builds_left`)."""
     return math.ceil(math.log2(max(n, 2))) + BUILD_SLACK
 
 
@@ -129,60 +135,12 @@ class PosteriorSearch:
         self.scope.evidence.adapt_blocks()
 
     def search(self, chain: list[str], reference: str) -> Found:
-        scope, ev = self.scope, self.scope.evidence
-        positions = [reference, *chain]
-        n = len(chain)
-        self.begin()
-        unbuildable: set[int] = set()
-        extended: set[int] = set()
-        cap = block_cap(n, scope.config.max_rounds)
-        spent, retries = 0, 0
-        # the commits this segment asked to build, and its limit: a commit asked for again (built,
-        # but its runs failed so far, so it still has no block) is one build, not one per ask
-        built: set[str] = set()
-        budget = build_budget(n)
-        scope.phase(Step.LOCATING, (reference,), n)
-        self.measure_ends(positions)  # a merge's side line: its ends may not be measured yet
-        while True:
-            blocks = self.corrected_blocks(positions)
-            reqs, post = locate.next_requests(
-                n, blocks, unbuildable=frozenset(unbuildable), tau=self.tau, blocks_left=cap - spent,
-                width=scope.probes, cap=scope.config.max_rounds, extended=frozenset(extended),
-                builds_left=budget - len(built), anchored=True,
-                prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in scope.prebuilt),
-            )  # fmt: skip
-            if ev.out_of_time:
-                return self.out_of_time(post)
-            req = reqs[0]
-            if req.action in (locate.Action.MEASURE, locate.Action.BUILD):
-                fresh = {positions[r.position] for r in reqs if r.action is locate.Action.BUILD}
-                # the reference runs in every round: its block there is what the machine did
-                # while the others ran (core/posterior.round_corrected)
-                asked = [positions[r.position] for r in reqs]
-                lost = self.measure_round(asked, fresh, beside=reference)
-                unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
-                self.mark_inside_breaks(positions, unbuildable)
-                spent += len(reqs)
-                built.update(fresh - scope.prebuilt)  # an unpacked archive is no build of the budget
-                continue
-            if req.action is locate.Action.EXTEND:
-                extended.add(req.position)
-                spent += self._extend(positions[req.position], reference)
-                continue
-            self.place_verdicts(positions, post, unbuildable)
-            k, last, amb_at = req.position, req.last_good, req.ambiguous
-            if req.action is locate.Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
-                gap = self._exhausted(positions, post, blocks, unbuildable)
-                if not isinstance(gap, tuple):
-                    return gap
-                k, last, amb_at = gap
-            found = self._confirm(positions, req, k, last, amb_at, unbuildable, retries)
-            if found is not None:
-                return found
-            retries += 1  # the confirmation's rounds are blocks of both: the posterior moved
+        """This benchmark's first finding in `chain` against `reference`: the one search loop
+        (`search_members`) over a group of one."""
+        return search_members({self: self}, chain, reference)[self]
 
     def _exhausted(
-        self, positions: list[str], post: model.Posterior, blocks: dict[int, list[float]], unbuildable: set[int]
+        self, positions: list[str], post: model.Posterior, blocks: Mapping[int, Sequence[float]], unbuildable: set[int]
     ) -> Found | tuple[int, int, tuple[int, ...]]:
         """The cap is spent and no one position holds: the one-step model does not fit (a
         second step puts some commits at neither level; the Student-t residuals then let either
@@ -232,21 +190,6 @@ class PosteriorSearch:
         size = size_posterior(confirm.diffs, confirm.sigma, min_change_shift(scope.bench.min_change_pct))
         return (replace(confirm, size_p=size) if math.isnan(confirm.size_p) else confirm), size
 
-    def _confirm(
-        self,
-        positions: list[str],
-        req: locate.Request,
-        k: int,
-        last: int,
-        amb_at: tuple[int, ...],
-        unbuildable: set[int],
-        retries: int,
-    ) -> Found | None:
-        """The located step confirmed, culprit^ against culprit, and what that means (`judged`)."""
-        self.scope.phase(Step.CONFIRMING, (positions[k], positions[last]))
-        final = req.action is locate.Action.EXHAUSTED or retries >= MAX_CONFIRM_RETRIES
-        return self.judged(positions, k, last, amb_at, unbuildable, provisional=req.provisional, final=final)
-
     def judged(
         self,
         positions: list[str],
@@ -257,7 +200,7 @@ class PosteriorSearch:
         *,
         provisional: bool,
         final: bool,
-        prior: Sequence[float] | None = None,
+        prior: Sequence[float] | np.ndarray | None = None,
     ) -> Found | None:
         """The paired confirmation of (positions[last], positions[k]) and what it means
         (core/confirmation.meaning, the one decision for a search alone and for each member of a
@@ -339,3 +282,157 @@ class PosteriorSearch:
                 if twin != sha and sha not in self.twins:
                     self.twins.add(sha)
                     ev.same_artifact(sha, positions[0], Purpose.PROBE, side, twin)
+
+
+def search_members(
+    searches: Mapping[Any, PosteriorSearch],
+    chain: list[str],
+    reference: str,
+    members: Sequence[Any] | None = None,
+    next_phase: Callable[[Collection[Any] | None], None] | None = None,
+    scouting: bool = True,
+) -> dict[Any, Found]:
+    """The one search loop: each member's first finding in `chain` against `reference`, the
+    members sharing builds and rounds (a benchmark searched alone is a group of one).
+
+    Each member has its own evaluation and `PosteriorSearch` (its blocks, tests and verdicts);
+    core/choose.py asks what next, from each member's posterior (under the shared-culprit
+    prior, in a group: core/group.py). A round measures what it asks for the members it serves
+    (with a multi-benchmark runner, one process for all: `next_phase`, evaluate/shared.py); a
+    located position is confirmed, culprit^ against culprit, by each member that joins it, each
+    with its own test and the one decision of core/confirmation.py. A member is done when its
+    confirmation names what is there (or its deadline ends it); it draws no more samples then.
+    What a group cannot settle (blocks or builds spent, nothing worth measuring) its members
+    search alone, by this loop, reading every block measured (the driver: group_bisection.py);
+    alone, the member's blocks spent name the gap the posterior holds (`_exhausted`).
+    `scouting` False: every undecided member is measured at every build (under a deadline, so
+    that each member keeps the range its own blocks prove when time ends)."""
+    step = next_phase or (lambda members: None)
+    positions = [reference, *chain]
+    n = len(chain)
+    active = list(searches) if members is None else list(members)
+    first = searches[active[0]].scope
+    found: dict[Any, Found] = {}
+    retries: Counter[Any] = Counter()
+    unbuildable: set[int] = set()
+    extended: set[int] = set()
+    # the commits this segment asked to build, and its limit: a commit asked for again (built,
+    # but its runs failed so far, so it still has no block) is one build, not one per ask
+    built: set[str] = set()
+    culprits: set[int] = set()
+    cap = block_cap(n, max(searches[m].scope.config.max_rounds for m in active))
+    spent = 0
+    scouts: frozenset[Hashable] = frozenset()
+    checked: set[tuple[Hashable, int]] = set()
+    # the commits whose binary CI published: an unpacking, no build of the budget (every
+    # member's scope holds the same, from the one builder)
+    prebuilt = frozenset().union(*(searches[m].scope.prebuilt for m in active))
+    for m in active:
+        searches[m].begin()
+        searches[m].scope.phase(Step.LOCATING, (reference,), n)
+        # a new block size or a merge's side line leaves the ends without blocks: a posterior needs both
+        searches[m].measure_ends(positions)
+    while active:
+        views, priors = _views(searches, positions, active)
+        if any(searches[m].scope.evidence.out_of_time for m in active):  # the budget (--budget) is spent
+            found.update((m, searches[m].out_of_time(views[m].post)) for m in active)
+            break
+        # builds: the budget of one located step for each culprit the group may still have to
+        # locate: one more than it confirmed while an undecided member points elsewhere (holds
+        # less than half at the culprits confirmed), else none more
+        elsewhere = any(sum(views[m].post.probs[c] for c in culprits) < 0.5 for m in active)
+        budget = build_budget(n) * (len(culprits) + (1 if elsewhere or not culprits else 0))
+        scouts = grouped.scouts_of(views, scouts) if scouting else frozenset(views)
+        reqs = choose(
+            n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
+            builds_left=budget - len(built - prebuilt), blocks_left=cap - spent, width=first.probes,
+            cap=first.config.max_rounds, extended=frozenset(extended), scouts=scouts, checked=frozenset(checked),
+            prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in prebuilt),
+        )  # fmt: skip
+        req = reqs[0]
+        if req.action is Action.EXHAUSTED and len(active) > 1:
+            break  # nothing the group can still tell: each member alone
+        step(req.members)
+        if req.action is Action.CHECK:
+            # the followers' own blocks of the pair the scouts located: whether they join its
+            # confirmation (their step is there) or rule it out; with the reference in the
+            # round, as every round of the search, so that a machine off its level for a
+            # while does not move both sides of the pair away from its ends
+            for m in req.members:
+                searches[m].measure_round([positions[req.last_good], positions[req.position], reference], set())
+                checked.add((m, req.position))
+            spent += 1
+            continue
+        if req.action in (Action.MEASURE, Action.BUILD):
+            fresh = {positions[r.position] for r in reqs if r.action is Action.BUILD}
+            # the reference runs in every round: its block there is what the machine did
+            # while the others ran (core/posterior.round_corrected)
+            asked = [positions[r.position] for r in reqs]
+            lost: set[str] = set()
+            for m in req.members:
+                lost |= searches[m].measure_round(asked, fresh, beside=reference)
+            unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
+            for m in active:
+                searches[m].mark_inside_breaks(positions, unbuildable)
+            spent += len(reqs)
+            built.update(fresh)
+            continue
+        if req.action is Action.EXTEND:
+            extended.add(req.position)
+            spent += max(searches[m]._extend(positions[req.position], reference) for m in req.members)
+            continue
+        for m in req.members:
+            # the verdicts as the blocks leave them, for the report
+            searches[m].place_verdicts(positions, views[m].post, unbuildable)
+        k, last, amb_at = req.position, req.last_good, req.ambiguous
+        if req.action is Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
+            (m,) = active
+            gap = searches[m]._exhausted(positions, views[m].post, views[m].blocks, unbuildable)
+            if not isinstance(gap, tuple):
+                found[m] = gap
+                break
+            k, last, amb_at = gap
+        for m in req.members or active:
+            searches[m].scope.phase(Step.CONFIRMING, (positions[k], positions[last]))
+            final = req.action is Action.EXHAUSTED or retries[m] >= MAX_CONFIRM_RETRIES
+            result = searches[m].judged(
+                positions, k, last, amb_at, unbuildable, provisional=m in req.provisional, final=final, prior=priors[m]
+            )  # fmt: skip
+            if isinstance(result, Culprit):
+                culprits.add(k)
+            if result is not None:
+                found[m] = result
+            else:
+                retries[m] += 1  # the confirmation's rounds are blocks of both: the posterior moved
+        active = [m for m in active if m not in found]
+    return found
+
+
+def _views(
+    searches: Mapping[Any, PosteriorSearch], positions: list[str], active: Sequence[Any]
+) -> tuple[dict[Any, grouped.MemberView], dict[Any, np.ndarray | None]]:
+    """Each undecided member's posterior from its own blocks, under the shared prior where it
+    has company (alone, the prior is uniform: none), with its blocks and its robust posterior."""
+    n = len(positions) - 1
+    blocks = {m: searches[m].corrected_blocks(positions) for m in active}
+    own = {m: model.posterior(n, blocks[m], tau=searches[m].tau, anchored=True) for m in active}
+    priors: dict[Any, np.ndarray | None] = (
+        dict(grouped.shared_prior({m: p.probs for m, p in own.items()})) if len(active) > 1 else dict.fromkeys(active)
+    )
+
+    def robust(m: Any) -> Callable[[], model.Posterior]:
+        def at_bound() -> model.Posterior:
+            post = model.posterior(
+                n, blocks[m], tau=searches[m].tau, sigma_quantile=LOCATE_SIGMA_QUANTILE, anchored=True
+            )
+            prior = priors[m]
+            return post if prior is None else grouped.with_prior(post, prior)
+
+        return at_bound
+
+    views = {}
+    for m in active:
+        prior = priors[m]
+        post = own[m] if prior is None else grouped.with_prior(own[m], prior)
+        views[m] = grouped.MemberView(post, blocks[m], robust(m))
+    return views, priors
