@@ -49,7 +49,7 @@ TREE_STEPS = {2: 0.7, 4: 17.0, 7: 8.6}
 NOISES = {"13 %": (0.101, 0.082), "10.9 % (per-round 12 %)": (0.085, 0.069)}
 
 
-def worker(trials: int, family_trials: int, seed: int, families: list[str] | None) -> None:
+def worker(trials: int, family_trials: int, seed: int, families: list[str] | None, strategy: str) -> None:
     """Runs in the subprocess: one JSON record a line, from whichever attrib PYTHONPATH names."""
     sys.path.insert(0, str(HERE))
     from scenarios import FAMILIES, run_all
@@ -65,7 +65,7 @@ def worker(trials: int, family_trials: int, seed: int, families: list[str] | Non
                               "culprits": list(o.culprits), "truth": list(hist.culprits), "samples": o.samples}), flush=True)  # fmt: skip
     chosen = [f for f in FAMILIES if families is None or f.name in families]
     if family_trials > 0:
-        for r in run_all(chosen, {f.name: family_trials for f in chosen}, seed, ("attrib-posterior",), 1):
+        for r in run_all(chosen, {f.name: family_trials for f in chosen}, seed, (strategy,), 1):
             print(json.dumps({"table": "family", "family": r.family, "index": r.index, "status": r.status,
                               "exact": r.exact, "false": r.false_culprit, "samples": r.samples,
                               "named": list(r.named), "truth": list(r.truth), "zone": list(r.zone),
@@ -120,7 +120,8 @@ def tests_table(n: int) -> list[str]:
 
 def side(tree: Path, args: argparse.Namespace) -> list[dict]:
     cmd = [sys.executable, __file__, "--worker", "--trials", str(args.trials), "--family-trials", str(args.family_trials),
-           "--seed", str(args.seed), *sum((["--family", f] for f in args.family or []), [])]  # fmt: skip
+           "--seed", str(args.seed), "--strategy", args.strategy,
+           *sum((["--family", f] for f in args.family or []), [])]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=tree).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -185,11 +186,12 @@ def main() -> int:
     ap.add_argument("--tests", type=int, default=400, help="single tests per cell of table 0 (0: none)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--family", action="append", default=None)
+    ap.add_argument("--strategy", default="attrib-posterior", help="scenarios.py's strategy for the families (attrib: the sequential search)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.trials, args.family_trials, args.seed, args.family)
+        worker(args.trials, args.family_trials, args.seed, args.family, args.strategy)
         return 0
     start = time.monotonic()
     out = [f"Command: `nice -n 10 .venv/bin/python benchmarks/remainder.py {' '.join(sys.argv[1:])}`", ""]
@@ -198,7 +200,7 @@ def main() -> int:
     recs = {"today": side(args.old.resolve(), args), "this tree": side(HERE.parent, args)}
     out += ["### The lrzip shape", "", *tree_rows(recs), ""]
     if args.family_trials > 0:
-        out += ["### Every family of benchmarks/scenarios.py (posterior search)", "", *family_rows(recs), ""]
+        out += [f"### Every family of benchmarks/scenarios.py ({args.strategy})", "", *family_rows(recs), ""]
     out += [f"Wall time: {time.monotonic() - start:.0f} s, one process a side, one after the other."]
     text = "\n".join(out) + "\n"
     print(text)
