@@ -76,13 +76,7 @@ def choose(
     `checked`: (member, position) pairs a group checked already."""
     if not members:
         return (Request(Action.EXHAUSTED),)
-    segs = {
-        m: Segment(
-            n, v.blocks, counts := {p: len(b) for p, b in v.blocks.items() if len(b)}, v.post, unbuildable,
-            untested(n, v.post, counts, unbuildable, builds_left, locate_at), locate_at, cap, extended, prebuilt,
-        )  # fmt: skip
-        for m, v in members.items()
-    }
+    segs = {m: _segment(n, v, unbuildable, builds_left, locate_at, cap, extended, prebuilt) for m, v in members.items()}
     located = _located(segs, members)
     if located is not None:
         lead, req, provisional = located
@@ -96,6 +90,23 @@ def choose(
     if reqs is None and len(pool) < len(segs):  # the scouts know their sides: everyone
         reqs = _batch(segs, built, build_cost, builds_left, width)
     return reqs or exhausted
+
+
+def _segment(
+    n: int,
+    view: MemberView,
+    unbuildable: frozenset[int],
+    builds_left: int | None,
+    locate_at: float,
+    cap: int | None,
+    extended: frozenset[int],
+    prebuilt: frozenset[int],
+) -> Segment:
+    """What the chooser reads of one member: its blocks, their counts, its posterior, and the
+    commits it will not build (the budget spent: `untested`)."""
+    counts = {p: len(b) for p, b in view.blocks.items() if len(b)}
+    left_out = untested(n, view.post, counts, unbuildable, builds_left, locate_at)
+    return Segment(n, view.blocks, counts, view.post, unbuildable, left_out, locate_at, cap, extended, prebuilt)
 
 
 def _located(
