@@ -4,7 +4,7 @@
 
 Three tables, each side by side (`futility` = the default, `to the cap` = `[search] futility =
 false`):
-1. one test (core/stats.decide, the zone of the posterior search: minimum 2 %, ignore_below
+1. one test (core/sequential.decide, the zone of the posterior search: minimum 2 %, ignore_below
    1 %) at per-round noise 1x, 3x and 6x the minimum, after 40 earlier rounds of history: how
    often it says BAD, GOOD or undecided and in how many rounds, at steps of 0, ignore_below,
    the minimum and 2, 4, 8 times it. alpha is BAD at ignore_below, beta GOOD at the minimum,
@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scenarios import FAMILIES, run_all, wilson  # noqa: E402
 
-from attrib.core.stats import TestConfig, decide, min_change_shift  # noqa: E402
+from attrib.core.sequential import decide  # noqa: E402
+from attrib.core.stats import TestConfig, min_change_shift  # noqa: E402
 from attrib.simulation import NoiseModel, linear_history, run_simulated  # noqa: E402
 
 DELTA, IGNORE = min_change_shift(2.0), min_change_shift(1.0)

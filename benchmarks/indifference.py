@@ -4,7 +4,7 @@
 
 Each trial runs one comparison the way evaluate/evaluation.py does (10-sample blocks of
 gaussian noise, sigma 1 % per sample, a faster-half Hodges-Lehmann shift per round, the
-pooled sigma of a history of earlier comparisons, `core.stats.decide` after every round) with
+pooled sigma of a history of earlier comparisons, `core.sequential.decide` after every round) with
 the minimum change delta = 1 %, at a true effect of 0, delta/4, delta/2, 3 delta/4, delta
 and 2 delta. "before" is the rule attrib used until issue 12 (Wald's open SPRT, 5..60 rounds,
 no size check); "after" is today's default as the search runs it (truncated SPRT, 3 (2 with
@@ -20,7 +20,8 @@ import sys
 import numpy as np
 
 from attrib.core.model import Verdict
-from attrib.core.stats import TestConfig, block_shift, decide, min_change_shift
+from attrib.core.sequential import decide
+from attrib.core.stats import TestConfig, block_shift, min_change_shift
 
 SIGMA = 0.01
 REPS = 10

@@ -6,7 +6,7 @@
 `--old DIR` is a source tree of attrib (e.g. `git archive <rev> | tar -x -C DIR`); each side runs
 in a subprocess of its own with PYTHONPATH set to its tree, on the same seeds, and the tables put
 the two side by side:
-0. one remaining-change test (this tree only: core/stats.decide and core/remainder.py), the zone
+0. one remaining-change test (this tree only: core/sequential.decide and core/remainder.py), the zone
    1 % / 2 %, per-round noise 6x and 7x the minimum, after 40 rounds of history, its prior the
    decomposition of a simulated preflight (8 rounds of the whole +27 %) less a confirmation (15
    rounds of +17 %), at steps 0, ignore_below, the minimum, +4.3 % and +8.6 %: P(BAD), P(GOOD),
@@ -79,7 +79,8 @@ def one_test(mu: float, sigma: float, rule: str, seed: int, whole: float = math.
     """One remaining-change test at step `mu` under `rule` (see the module doc)."""
     from attrib.core.model import DecisionRule
     from attrib.core.remainder import curtailing, still_unexplained, unexplained
-    from attrib.core.stats import TestConfig, decide, min_change_shift
+    from attrib.core.sequential import decide
+    from attrib.core.stats import TestConfig, min_change_shift
 
     delta, ignore = min_change_shift(2.0), min_change_shift(1.0)
     rng = np.random.default_rng([seed, int(mu * 1e5), int(sigma * 1e5)])

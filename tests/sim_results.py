@@ -86,7 +86,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "two_culprits": {"n": 60, "steps": {17: 6.0, 44: 7.0}, "broken": set(), "noise": 0.015, "seed": 1, "max_rounds": 60},
     "not_reproduced": {"n": 30, "steps": {}, "broken": set(), "noise": 0.02, "seed": 2, "max_rounds": 60},
     # a 2.5 % step in 3.5 % noise with a cap of 8 rounds: the search narrows it to a few commits
-    # (at 3 % the tests' final look at the cap, core/stats.final_look, now names it: the posterior
+    # (at 3 % the tests' final look at the cap, core/sequential.final_look, now names it: the posterior
     # search found the culprit there)
     "inconclusive": {"n": 30, "steps": {15: 2.5}, "broken": set(), "noise": 0.035, "seed": 4, "max_rounds": 8},
     # the posterior search at noise too high for the 2 % minimum (issue 34): a 3 % step under 15 %

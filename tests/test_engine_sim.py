@@ -164,7 +164,7 @@ def test_rare_failed_runs_do_not_end_the_bisection():
 def test_an_inconclusive_commit_at_the_boundary_gets_more_samples():
     # A cap of 6 rounds with 5 % noise leaves some probes undecided; the boundary ones are
     # extended (to 12 rounds) before the outcome may be called inconclusive. (At 3 % the tests'
-    # final look at the cap, core/stats.final_look, now decides them there: none extended.)
+    # final look at the cap, core/sequential.final_look, now decides them there: none extended.)
     extended = 0
     for seed in range(10):
         hist = linear_history(30, {17: 6.0})

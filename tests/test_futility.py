@@ -1,4 +1,4 @@
-"""The futility rule (core/futility.py, core/stats.futile): a test that can no longer reach
+"""The futility rule (core/futility.py, core/sequential.futile): a test that can no longer reach
 either boundary by its cap ends undecided at once, and never decides anything it would not
 have decided run to the cap."""
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from attrib.core.futility import FUTILITY_AT, crossing_probability, forecast, rounds_needed, sigma_bounds
 from attrib.core.model import DecisionRule, Verdict
-from attrib.core.stats import TRUNCATION_FACTOR, TestConfig, critical_z, decide, futile, min_change_shift
+from attrib.core.sequential import decide, futile
+from attrib.core.stats import TRUNCATION_FACTOR, TestConfig, critical_z, min_change_shift
 
 DELTA = min_change_shift(2.0)
 IGNORE = min_change_shift(1.0)

@@ -12,7 +12,8 @@ from attrib.core import remainder
 from attrib.core.futility import step_predictive
 from attrib.core.model import DecisionRule, Verdict
 from attrib.core.remainder import curtailing, remaining_upper, still_unexplained, unexplained
-from attrib.core.stats import TestConfig, decide, futile, min_change_shift
+from attrib.core.sequential import decide, futile
+from attrib.core.stats import TestConfig, min_change_shift
 
 DELTA = min_change_shift(2.0)
 IGNORE = min_change_shift(1.0)

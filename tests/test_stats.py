@@ -19,6 +19,7 @@ import pytest
 from scipy import stats as sps
 
 from attrib.core.model import DecisionRule, Direction, Verdict
+from attrib.core.sequential import sprt
 from attrib.core.stats import (
     SIGMA_FLOOR,
     SIGMA_UPPER_QUANTILE,
@@ -30,7 +31,6 @@ from attrib.core.stats import (
     resolvable_change,
     shift_estimate,
     size_posterior,
-    sprt,
     to_pct,
     truncation_rounds,
 )

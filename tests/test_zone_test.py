@@ -1,4 +1,4 @@
-"""core/stats.zone_test (the indifference zone's mixture test) on rounds drawn from stated
+"""core/sequential.zone_test (the indifference zone's mixture test) on rounds drawn from stated
 Gaussian distributions: its error rates and its cost are what they claim."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from attrib.core.model import Verdict
-from attrib.core.stats import TestConfig, sprt, zone_test
+from attrib.core.sequential import sprt, zone_test
+from attrib.core.stats import TestConfig
 
 DELTA = 0.02  # the minimum change (log shift)
 IGNORE = 0.01  # ignore_below: half of it, the default
@@ -60,7 +61,7 @@ def test_away_from_the_zone_it_decides_in_fewer_rounds_than_walds_test(mean: flo
 
 def _first_test(mean: float, seed: int) -> Verdict | None:
     """The first test of a bisection: sigma from its own rounds only, as the preflight's."""
-    from attrib.core.stats import decide
+    from attrib.core.sequential import decide
 
     rng = np.random.default_rng(seed)
     diffs: list[float] = []
@@ -82,7 +83,7 @@ def test_the_first_test_of_a_bisection_keeps_beta_at_the_minimum_with_its_sigma_
 def test_a_standalone_comparison_keeps_alpha_at_ignore_below_with_its_sigma_estimated() -> None:
     # `attrib compare`'s verdict is final: with sigma from its own 3 rounds a step at ignore_below
     # was called worse in 15 of 3000 seeded tests (alpha = 0.001 allows 3); its floor of 5 rounds
-    from attrib.core.stats import decide
+    from attrib.core.sequential import decide
 
     config = replace(CONFIG, max_rounds=60).standalone()
     bad = 0

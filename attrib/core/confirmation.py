@@ -58,7 +58,7 @@ def meaning(
         # the zone's test ran out, as it may for a step strictly inside the zone, and its
         # rounds put this step below the minimum: rule 1 lets it go unnamed; not an open range
         # that makes a bisection with a real culprit inconclusive. So too a step the cap's final
-        # look put above ignore_below (core/stats.final_look) with rounds that put it below the
+        # look put above ignore_below (core/sequential.final_look) with rounds that put it below the
         # minimum: a step inside the zone, reported as the smaller step it is
         return Meaning.SMALLER
     if verdict is Verdict.GOOD and (held >= locate_at or final):

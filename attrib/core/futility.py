@@ -15,7 +15,7 @@ motion with that drift and the per-round noise). Every boundary of the mixtures 
 by the line of one component (a mixture of likelihood ratios reaches its threshold only if
 one of them does), continuous time stands for rounds, and the components' crossing
 probabilities are added: each of the three only raises the probability, so the rule stops
-late rather than early. The test's final look at its cap (core/stats.final_look: BAD when the
+late rather than early. The test's final look at its cap (core/sequential.final_look: BAD when the
 sum then stands above a bar) is one more way to decide, added the same way. A test stops for futility when that probability is below
 FUTILITY_AT, at the noise's point estimate and at its lower confidence bound alike.
 
@@ -104,7 +104,7 @@ def reach_probability(
     """The predictive probability that a test with round shifts summing to `total` after n
     rounds crosses one of its `bad` lines (from below) or `good` lines (from above) within
     `left` more rounds, or stands at or above a final look's bar (`looks`: rounds from now to
-    the look, the sum it asks; core/stats.final_look) there, at per-round noise sigma (see the
+    the look, the sum it asks; core/sequential.final_look) there, at per-round noise sigma (see the
     module doc: an upper bound); the step from `step_predictive` (a flat prior, or `prior`)."""
     if left <= 0 or n <= 0 or not math.isfinite(sigma) or sigma <= 0:
         return 1.0

@@ -22,7 +22,7 @@ class DecisionRule(StrEnum):
     TRUNCATION = "truncation"  # the truncation point: the fixed-sample rule decided
     CAP = "cap"  # max_rounds came first (noise too high for this minimum change): inconclusive
     # at max_rounds, the fixed-sample test of "no step beyond the zone's lower edge" rejected at
-    # level alpha: bad (stats.final_look)
+    # level alpha: bad (sequential.final_look)
     FINAL_LOOK = "final_look"
     FUTILITY = "futility"  # it could no longer reach either boundary by its cap: inconclusive at once
     SAME_ARTIFACT = "same_artifact"  # identical artifacts: the equal commit's verdict, no samples

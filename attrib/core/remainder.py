@@ -112,7 +112,7 @@ def curtailing(config: TestConfig, rest: Unexplained | None) -> TestConfig:
     remaining-change test, a confirmation), given what is still unexplained: the futility rule's
     predictive over the step starts from the unexplained change (`TestConfig.prior`), and no
     futility stop while the unexplained change's 1 - beta bound, or that predictive (it with the
-    test's own rounds), is at least the minimum (`core/stats.futile`).
+    test's own rounds), is at least the minimum (`core/sequential.futile`).
     Unchanged when nothing measures the remainder yet."""
     if rest is None or not config.futility:
         return config

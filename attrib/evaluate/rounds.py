@@ -2,9 +2,10 @@
 
 A comparison measures the reference and every undecided candidate in interleaved rounds, in a
 fresh random order each round, and feeds each candidate's paired shifts to the sequential test
-of core/stats.py until it decides. A build or benchmark failure is that commit's SKIP, never an
+of core/sequential.py until it decides. A build or benchmark failure is that commit's SKIP, never an
 exception out of here; at the deadline what is still open is INCONCLUSIVE by
-DecisionRule.BUDGET. No statistical policy of its own (sigma, clipping, caps: core/stats.py).
+DecisionRule.BUDGET. No statistical policy of its own (sigma, clipping, caps: core/stats.py and
+core/sequential.py).
 """
 
 from __future__ import annotations
@@ -21,15 +22,8 @@ import numpy as np
 
 from attrib.core.blocks import BlockReason, hopeless
 from attrib.core.model import DecisionRule, Purpose, Verdict
-from attrib.core.stats import (
-    TestConfig,
-    block_level,
-    block_shift,
-    decide,
-    min_change_shift,
-    oriented_logs,
-    shift_estimate,
-)
+from attrib.core.sequential import decide
+from attrib.core.stats import TestConfig, block_level, block_shift, min_change_shift, oriented_logs, shift_estimate
 from attrib.evaluate.accounts import Ledger
 from attrib.evaluate.records import Comparison
 from attrib.evaluate.runners import RunResult
