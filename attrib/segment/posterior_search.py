@@ -307,105 +307,148 @@ def search_members(
     alone, the member's blocks spent name the gap the posterior holds (`_exhausted`).
     `scouting` False: every undecided member is measured at every build (under a deadline, so
     that each member keeps the range its own blocks prove when time ends)."""
-    step = next_phase or (lambda members: None)
-    positions = [reference, *chain]
-    n = len(chain)
     active = list(searches) if members is None else list(members)
-    first = searches[active[0]].scope
-    found: dict[Any, Found] = {}
-    retries: Counter[Any] = Counter()
-    unbuildable: set[int] = set()
-    extended: set[int] = set()
-    # the commits this segment asked to build, and its limit: a commit asked for again (built,
-    # but its runs failed so far, so it still has no block) is one build, not one per ask
-    built: set[str] = set()
-    culprits: set[int] = set()
-    cap = block_cap(n, max(searches[m].scope.config.max_rounds for m in active))
-    spent = 0
-    scouts: frozenset[Hashable] = frozenset()
-    checked: set[tuple[Hashable, int]] = set()
-    # the commits whose binary CI published: an unpacking, no build of the budget (every
-    # member's scope holds the same, from the one builder)
-    prebuilt = frozenset().union(*(searches[m].scope.prebuilt for m in active))
-    for m in active:
-        searches[m].begin()
-        searches[m].scope.phase(Step.LOCATING, (reference,), n)
-        # a new block size or a merge's side line leaves the ends without blocks: a posterior needs both
-        searches[m].measure_ends(positions)
-    while active:
-        views, priors = _views(searches, positions, active)
-        if any(searches[m].scope.evidence.out_of_time for m in active):  # the budget (--budget) is spent
-            found.update((m, searches[m].out_of_time(views[m].post)) for m in active)
-            break
+    return _SegmentRun(searches, chain, reference, active, next_phase or (lambda members: None), scouting).run()
+
+
+class _SegmentRun:
+    """One run of `search_members`: what the segment's search has asked, built and found so far."""
+
+    def __init__(
+        self,
+        searches: Mapping[Any, PosteriorSearch],
+        chain: list[str],
+        reference: str,
+        active: list[Any],
+        step: Callable[[Collection[Any] | None], None],
+        scouting: bool,
+    ) -> None:
+        self.searches = searches
+        self.reference = reference
+        self.positions = [reference, *chain]
+        self.n = len(chain)
+        self.active = active
+        self.step = step
+        self.scouting = scouting
+        self.found: dict[Any, Found] = {}
+        self.retries: Counter[Any] = Counter()
+        self.unbuildable: set[int] = set()
+        self.extended: set[int] = set()
+        # the commits this segment asked to build, and its limit: a commit asked for again
+        # (built, but its runs failed so far, so it still has no block) is one build, not one per ask
+        self.built: set[str] = set()
+        self.culprits: set[int] = set()
+        self.cap = block_cap(self.n, max(searches[m].scope.config.max_rounds for m in active))
+        self.spent = 0
+        self.scouts: frozenset[Hashable] = frozenset()
+        self.checked: set[tuple[Hashable, int]] = set()
+        # the commits whose binary CI published: an unpacking, no build of the budget (every
+        # member's scope holds the same, from the one builder)
+        self.prebuilt = frozenset().union(*(searches[m].scope.prebuilt for m in active))
+
+    def run(self) -> dict[Any, Found]:
+        for m in self.active:
+            self.searches[m].begin()
+            self.searches[m].scope.phase(Step.LOCATING, (self.reference,), self.n)
+            # a new block size or a merge's side line leaves the ends without blocks: a posterior needs both
+            self.searches[m].measure_ends(self.positions)
+        while self.active:
+            views, priors = _views(self.searches, self.positions, self.active)
+            if any(self.searches[m].scope.evidence.out_of_time for m in self.active):  # --budget is spent
+                self.found.update((m, self.searches[m].out_of_time(views[m].post)) for m in self.active)
+                break
+            reqs = self._ask(views)
+            req = reqs[0]
+            if req.action is Action.EXHAUSTED and len(self.active) > 1:
+                break  # nothing the group can still tell: each member alone
+            self.step(req.members)
+            if req.action is Action.CHECK:
+                self._check(req)
+            elif req.action in (Action.MEASURE, Action.BUILD):
+                self._measure(reqs)
+            elif req.action is Action.EXTEND:
+                self.extended.add(req.position)
+                at = self.positions[req.position]
+                self.spent += max(self.searches[m]._extend(at, self.reference) for m in req.members)
+            elif self._confirm(req, views, priors):
+                break
+            self.active = [m for m in self.active if m not in self.found]
+        return self.found
+
+    def _ask(self, views: Mapping[Any, grouped.MemberView]) -> tuple[locate.Request, ...]:
+        """What core/choose.py asks next, within the segment's builds and blocks."""
         # builds: the budget of one located step for each culprit the group may still have to
         # locate: one more than it confirmed while an undecided member points elsewhere (holds
         # less than half at the culprits confirmed), else none more
-        elsewhere = any(sum(views[m].post.probs[c] for c in culprits) < 0.5 for m in active)
-        budget = build_budget(n) * (len(culprits) + (1 if elsewhere or not culprits else 0))
-        scouts = grouped.scouts_of(views, scouts) if scouting else frozenset(views)
-        reqs = choose(
-            n, views, unbuildable=frozenset(unbuildable), built=frozenset(positions.index(s) for s in built),
-            builds_left=budget - len(built - prebuilt), blocks_left=cap - spent, width=first.probes,
-            cap=first.config.max_rounds, extended=frozenset(extended), scouts=scouts, checked=frozenset(checked),
-            prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in prebuilt),
+        elsewhere = any(sum(views[m].post.probs[c] for c in self.culprits) < 0.5 for m in self.active)
+        budget = build_budget(self.n) * (len(self.culprits) + (1 if elsewhere or not self.culprits else 0))
+        self.scouts = grouped.scouts_of(views, self.scouts) if self.scouting else frozenset(views)
+        first = self.searches[self.active[0]].scope
+        positions = self.positions
+        return choose(
+            self.n, views, unbuildable=frozenset(self.unbuildable), built=frozenset(positions.index(s) for s in self.built),
+            builds_left=budget - len(self.built - self.prebuilt), blocks_left=self.cap - self.spent, width=first.probes,
+            cap=first.config.max_rounds, extended=frozenset(self.extended), scouts=self.scouts,
+            checked=frozenset(self.checked), prebuilt=frozenset(i for i, sha in enumerate(positions) if sha in self.prebuilt),
         )  # fmt: skip
-        req = reqs[0]
-        if req.action is Action.EXHAUSTED and len(active) > 1:
-            break  # nothing the group can still tell: each member alone
-        step(req.members)
-        if req.action is Action.CHECK:
-            # the followers' own blocks of the pair the scouts located: whether they join its
-            # confirmation (their step is there) or rule it out; with the reference in the
-            # round, as every round of the search, so that a machine off its level for a
-            # while does not move both sides of the pair away from its ends
-            for m in req.members:
-                searches[m].measure_round([positions[req.last_good], positions[req.position], reference], set())
-                checked.add((m, req.position))
-            spent += 1
-            continue
-        if req.action in (Action.MEASURE, Action.BUILD):
-            fresh = {positions[r.position] for r in reqs if r.action is Action.BUILD}
-            # the reference runs in every round: its block there is what the machine did
-            # while the others ran (core/posterior.round_corrected)
-            asked = [positions[r.position] for r in reqs]
-            lost: set[str] = set()
-            for m in req.members:
-                lost |= searches[m].measure_round(asked, fresh, beside=reference)
-            unbuildable.update(r.position for r in reqs if positions[r.position] in lost)
-            for m in active:
-                searches[m].mark_inside_breaks(positions, unbuildable)
-            spent += len(reqs)
-            built.update(fresh)
-            continue
-        if req.action is Action.EXTEND:
-            extended.add(req.position)
-            spent += max(searches[m]._extend(positions[req.position], reference) for m in req.members)
-            continue
+
+    def _check(self, req: locate.Request) -> None:
+        """The followers' own blocks of the pair the scouts located: whether they join its
+        confirmation (their step is there) or rule it out; with the reference in the round, as
+        every round of the search, so that a machine off its level for a while does not move
+        both sides of the pair away from its ends."""
+        pair = [self.positions[req.last_good], self.positions[req.position], self.reference]
+        for m in req.members:
+            self.searches[m].measure_round(pair, set())
+            self.checked.add((m, req.position))
+        self.spent += 1
+
+    def _measure(self, reqs: Sequence[locate.Request]) -> None:
+        """One shared round of the commits asked (built first where asked), for the members
+        served; the reference runs in every round: its block there is what the machine did while
+        the others ran (core/posterior.round_corrected)."""
+        fresh = {self.positions[r.position] for r in reqs if r.action is Action.BUILD}
+        asked = [self.positions[r.position] for r in reqs]
+        lost: set[str] = set()
+        for m in reqs[0].members:
+            lost |= self.searches[m].measure_round(asked, fresh, beside=self.reference)
+        self.unbuildable.update(r.position for r in reqs if self.positions[r.position] in lost)
+        for m in self.active:
+            self.searches[m].mark_inside_breaks(self.positions, self.unbuildable)
+        self.spent += len(reqs)
+        self.built.update(fresh)
+
+    def _confirm(
+        self, req: locate.Request, views: Mapping[Any, grouped.MemberView], priors: Mapping[Any, np.ndarray | None]
+    ) -> bool:
+        """The located position (or, alone with the blocks spent, the gap the posterior holds)
+        confirmed by each member it serves, each by its own test and the one decision of
+        core/confirmation.py; True when the search of this segment ends here."""
+        positions, unbuildable = self.positions, self.unbuildable
         for m in req.members:
             # the verdicts as the blocks leave them, for the report
-            searches[m].place_verdicts(positions, views[m].post, unbuildable)
+            self.searches[m].place_verdicts(positions, views[m].post, unbuildable)
         k, last, amb_at = req.position, req.last_good, req.ambiguous
         if req.action is Action.EXHAUSTED and any(i not in unbuildable for i in req.ambiguous):
-            (m,) = active
-            gap = searches[m]._exhausted(positions, views[m].post, views[m].blocks, unbuildable)
+            (m,) = self.active
+            gap = self.searches[m]._exhausted(positions, views[m].post, views[m].blocks, unbuildable)
             if not isinstance(gap, tuple):
-                found[m] = gap
-                break
+                self.found[m] = gap
+                return True
             k, last, amb_at = gap
-        for m in req.members or active:
-            searches[m].scope.phase(Step.CONFIRMING, (positions[k], positions[last]))
-            final = req.action is Action.EXHAUSTED or retries[m] >= MAX_CONFIRM_RETRIES
-            result = searches[m].judged(
+        for m in req.members or self.active:
+            self.searches[m].scope.phase(Step.CONFIRMING, (positions[k], positions[last]))
+            final = req.action is Action.EXHAUSTED or self.retries[m] >= MAX_CONFIRM_RETRIES
+            result = self.searches[m].judged(
                 positions, k, last, amb_at, unbuildable, provisional=m in req.provisional, final=final, prior=priors[m]
             )  # fmt: skip
             if isinstance(result, Culprit):
-                culprits.add(k)
+                self.culprits.add(k)
             if result is not None:
-                found[m] = result
+                self.found[m] = result
             else:
-                retries[m] += 1  # the confirmation's rounds are blocks of both: the posterior moved
-        active = [m for m in active if m not in found]
-    return found
+                self.retries[m] += 1  # the confirmation's rounds are blocks of both: the posterior moved
+        return False
 
 
 def _views(
