@@ -157,13 +157,13 @@ def _batch(
     price = build_cost * max(build_price(s.post, s.counts, builds_left) for s in segs.values())
     prebuilt = first.prebuilt
     cost = np.array([1.0 if j in measured else build_at(price, j in prebuilt, d) for j, d in zip(open_, near, strict=True)])
-    bits = {m: np.where(mask[m], mixture_bits(cdfs[m][js], *levels[m]), 0.0) / cost for m in segs}
-    value = sum(bits.values(), np.zeros(len(open_)))
+    bits = {m: np.where(mask[m], mixture_bits(cdfs[m][js], *levels[m]), 0.0) for m in segs}
+    value = sum(bits.values(), np.zeros(len(open_))) / cost
     best = int(np.argmax(value))
     if value[best] <= 1e-9:
         return None
     j = open_[best]
-    asked = tuple(m for m in segs if bits[m][best] * cost[best] >= MEMBER_BITS) or tuple(segs)
+    asked = tuple(m for m in segs if bits[m][best] >= MEMBER_BITS) or tuple(segs)
     capped = tuple(m for m in asked if segs[m].capped(j))
     if capped:
         # the commit that decides the boundary had what one commit may cost: it gets more

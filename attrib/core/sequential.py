@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from statistics import NormalDist
 
 import numpy as np
 
@@ -51,6 +50,7 @@ from attrib.core.stats import (
     size_posterior,
     truncation_rounds,
     truncation_threshold,
+    z_quantiles,
 )
 
 # The zone test's mixtures (`zone_test`): steps as multiples of the minimum with their weights,
@@ -171,7 +171,7 @@ def futile(diffs: Sequence[float], history: Sequence[Sequence[float]], delta: fl
     if config.truncate and rounds_needed(low, width, critical_z(config), TRUNCATION_FACTOR) <= horizon:
         return False
     total = float(np.sum(diffs))
-    if config.prior is not None and (unexplained_reaches(config.prior, delta, config.beta) or step_predictive(total, n, sd, config.prior)[0] >= delta):
+    if config.prior is not None and (unexplained_reaches(config.prior, delta, config) or step_predictive(total, n, sd, config.prior)[0] >= delta):
         # what the named steps leave of the whole change may still hold the minimum, by itself
         # (its 1 - beta bound) or with these rounds: a stop here could cost a culprit the report
         # would otherwise name. Its own rounds may not curtail it against the decomposition: at
@@ -199,18 +199,18 @@ def _final_looks(n: int, horizon: int, sigma: float, delta: float, config: TestC
     extension reaches), as (rounds from now, the sum of round shifts that says BAD there)."""
     if not config.truncate:
         return []
-    z = NormalDist().inv_cdf(1 - config.alpha)
+    z = z_quantiles(config)[0]
     base = config.ignore if 0 < config.ignore < delta else 0.0
     return [(at - n, at * base + z * sigma * math.sqrt(at)) for at in sorted({config.max_rounds, horizon}) if at > n]
 
 
-def unexplained_reaches(prior: tuple[float, float], delta: float, beta: float) -> bool:
+def unexplained_reaches(prior: tuple[float, float], delta: float, config: TestConfig) -> bool:
     """Whether the unexplained change (mean, variance; core/remainder.curtailing) may still hold
     the minimum: its 1 - beta upper bound reaches `delta`. The bound of "nothing is left to
     search" (core/remainder.remaining_upper), read with the normal quantile: the prior carries
     no degrees of freedom, so this is a little narrower than that Student's t bound."""
     mean, var = prior
-    return mean + NormalDist().inv_cdf(1 - beta) * math.sqrt(max(var, 0.0)) >= delta
+    return mean + z_quantiles(config)[1] * math.sqrt(max(var, 0.0)) >= delta
 
 
 def _mixture_log_ratio(z: np.ndarray, base: float, alternatives: Sequence[tuple[float, float]], sigma: float) -> float:
@@ -291,4 +291,4 @@ def final_look(z: np.ndarray, base: float, sigma: float, config: TestConfig) -> 
     n = len(z)
     if not config.truncate or n < 2 or not math.isfinite(sigma) or sigma <= 0:
         return False
-    return (float(np.mean(z)) - base) * math.sqrt(n) / sigma >= NormalDist().inv_cdf(1 - config.alpha)
+    return (float(np.mean(z)) - base) * math.sqrt(n) / sigma >= z_quantiles(config)[0]

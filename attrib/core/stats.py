@@ -203,14 +203,14 @@ def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     return 1.4826 * float(np.median(np.abs(arr - np.median(arr))))
 
 
-def _z_quantiles(config: TestConfig) -> tuple[float, float]:
+def z_quantiles(config: TestConfig) -> tuple[float, float]:
     """z_(1-alpha) and z_(1-beta): the fixed-sample test's two critical values."""
     return NormalDist().inv_cdf(1 - config.alpha), NormalDist().inv_cdf(1 - config.beta)
 
 
 def critical_z(config: TestConfig) -> float:
     """z_(1-alpha) + z_(1-beta): what the rounds of a fixed-sample test scale with."""
-    return sum(_z_quantiles(config))
+    return sum(z_quantiles(config))
 
 
 def fixed_sample_rounds(sigma: float, delta: float, config: TestConfig) -> float:
@@ -235,13 +235,13 @@ def resolvable_change(sigma: float, config: TestConfig) -> float:
     to the cap and answer INCONCLUSIVE. The inverse of `truncation_rounds` in delta."""
     if not math.isfinite(sigma):
         return math.inf
-    z = sum(_z_quantiles(config))
+    z = sum(z_quantiles(config))
     return z * sigma * math.sqrt(TRUNCATION_FACTOR / config.max_rounds)
 
 
 def truncation_threshold(delta: float, config: TestConfig) -> float:
     """The fixed-sample rule's critical mean shift: it splits delta as z_alpha : z_beta."""
-    za, zb = _z_quantiles(config)
+    za, zb = z_quantiles(config)
     return delta * za / (za + zb)
 
 
