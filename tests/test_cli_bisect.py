@@ -31,8 +31,16 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
+# The two tests that hold the search to issue 19's build bound draw their samples from a stated
+# distribution (the demo program's `stated_noise_pct`: log-normal, 3 %, about this machine's
+# paired noise) instead of timing a loop: timed, a loaded machine's noisy spells made the search
+# build once or twice more in 1 run of 30, a verdict that depended on the load (issue 42). The
+# trees, builds, CLI and search are as real as ever; the timed program is tested by the others.
+STATED = 3.0
+
+
 def test_one_culprit(make_tree, bisect, tmp_path):
-    tree = make_tree(spec(commits=48, culprits=((29, 10),), broken=(10, 13)))
+    tree = make_tree(spec(commits=48, culprits=((29, 10),), broken=(10, 13), stated_noise_pct=STATED))
     before = (_git(tree.path, "status", "--porcelain"), _git(tree.path, "rev-parse", "HEAD"))
     res = bisect(tree)
     assert res.code == 0, res.stderr
@@ -97,7 +105,7 @@ def test_build_break_next_to_culprit_is_reported_as_ambiguous(make_tree, bisect)
 
 
 def test_build_break_away_from_culprit_is_skipped(make_tree, bisect):
-    tree = make_tree(spec(commits=64, culprits=((45, 10),), broken=(30, 35)))
+    tree = make_tree(spec(commits=64, culprits=((45, 10),), broken=(30, 35), stated_noise_pct=STATED))
     res = bisect(tree)
     assert res.code == 0, res.stderr
     assert _culprits(res) == tree.culprits

@@ -13,7 +13,8 @@ round (core/posterior.round_corrected): blocks of commits measured minutes apart
 compared as a paired test compares them. Without it, a machine that ran 7 % faster for a
 dozen rounds sent the search to build on the wrong side: on the CI tests' real trees 8 of 40
 runs went over the build budget and 5 of 20 confirmed a wrong pair; with it, 0 of 90 traced
-runs did either, and the two tests failed 1 run in 30 (12 builds against 10, under load).
+runs did either, and the two tests failed 1 run in 30 (12 builds against 10, under load); they
+now draw their samples from a stated distribution (tests/test_cli_bisect.py, STATED).
 """
 
 from __future__ import annotations
