@@ -25,6 +25,7 @@ from attrib.simulation import NoiseModel, linear_history, run_simulated
 from attrib.tracker import file_issues, open_sink, parse_target
 
 SCHEMA4 = Path(__file__).parent / "fixtures" / "schema4"
+SCHEMA6 = Path(__file__).parent / "fixtures" / "schema6"
 # the lrzip shape: a +0.7 % step, a +17 % culprit and a +8.6 % one, noise 13 % a sample
 TREE = linear_history(8, {2: 0.7, 4: 17.0, 7: 8.6}, small=frozenset({2}))
 NOISY = NoiseModel("gaussian", sigma=0.101, between=0.082)
@@ -95,3 +96,14 @@ def test_schema4_documents_read_with_no_remainder_and_render_as_they_did(name):
     assert result.remainder is None and all(m.remainder is None for m in result.members)  # type: ignore[union-attr]
     assert render(result) + "\n" == (SCHEMA4 / f"{name}.md").read_text()
     assert from_json(json.loads(dump(result))) == result
+
+
+def test_a_schema6_document_reads_and_renders_as_it_did():
+    # schema 7 added only a value (blocks.reason unneeded): a partial result of the last
+    # schema-6 writer reads whole, remainder included, and renders the report it rendered
+    doc = json.loads((SCHEMA6 / "noisy_tree.json").read_text())
+    assert doc["schema"] == 6 and doc["status"] == "partial" and doc["remainder"] is not None
+    result = load_result(SCHEMA6 / "noisy_tree.json")
+    assert result.status is Status.PARTIAL and result.remainder is not None  # type: ignore[union-attr]
+    assert render(result) + "\n" == (SCHEMA6 / "noisy_tree.md").read_text()
+    assert json.loads(dump(result))["schema"] == 7 and from_json(json.loads(dump(result))) == result

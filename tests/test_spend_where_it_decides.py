@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 
 from attrib.bisection import bisection
+from attrib.core.blocks import BlockReason
 from attrib.core.model import DecisionRule, Purpose, SearchMethod, Status, UnresolvedCause, Verdict
 from attrib.core.stats import TestConfig
 from attrib.evaluate.artifacts import (
@@ -182,3 +183,57 @@ def test_a_pair_identical_to_the_decided_pair_takes_its_data():
     plain = run_simulated(linear_history(60, {37: 4.0}), NOISE, 4, min_change_pct=2.0)
     assert list(plain.culprits) == ["c037"]
     assert with_art.samples <= 0.4 * plain.samples, (with_art.samples, plain.samples)
+
+
+
+ADAPTIVE = BenchmarkSpec(name="sim", runner="command", command=("sim", "{reps}"), reps=10, min_change_pct=2.0)
+INSIDE_RUNS = NoiseModel("gaussian", sigma=0.03)  # with a costly start: longer runs (50) predicted faster
+
+
+def _adaptive_runner(hist, seed):
+    return SimRunner(hist, INSIDE_RUNS, seed, reps=10, run_overhead_s=1.0, sample_s=0.001)
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_a_search_of_twins_keeps_the_preflights_block_size_and_its_data(seed):
+    # issue 39 on the real CLI: the preflight decides in 3-4 rounds of 10, before the size is
+    # chosen. The binary changes only at the culprit, so every commit the search asks is a twin
+    # of good or bad and needs no block: the size is never chosen (a new one would only measure
+    # both ends again, 3 blocks of 50 each), and the confirmation of culprit^ against culprit,
+    # the preflight's pair of binaries again, resumes its shifts at their size. The same history
+    # with a binary per commit chooses 50 (the choice is unchanged where blocks are needed).
+    outs = {}
+    for identical in (True, False):
+        hist = linear_history(40, {20: 10.0}, **({"binary_changes": set()} if identical else {}))
+        runner = _adaptive_runner(hist, seed)
+        out = bisection(hist, SimBuilder(hist), runner, ADAPTIVE, TestConfig(), seed, method=SearchMethod.POSTERIOR).run(hist.good, hist.bad)
+        assert out.status is Status.CULPRIT_FOUND and [c.commit for c in out.culprits] == hist.culprits
+        outs[identical] = (out, runner)
+    out, runner = outs[True]
+    assert out.blocks is not None and (out.blocks.reason, out.blocks.reps) == (BlockReason.UNNEEDED, 10)
+    pre = next(c for c in out.comparisons if c.purpose is Purpose.PREFLIGHT)
+    (confirm,) = [c for c in out.comparisons if c.purpose is Purpose.CONFIRM]
+    assert (confirm.candidate, confirm.reference) == (pre.candidate, pre.reference)
+    assert confirm.diffs[: len(pre.diffs)] == pre.diffs and len(confirm.diffs) > len(pre.diffs)
+    assert confirm.samples == 2 * 10 * (len(confirm.diffs) - len(pre.diffs))  # both sides, blocks of 10
+    plain, plain_runner = outs[False]
+    assert plain.blocks is not None and (plain.blocks.reason, plain.blocks.reps) == (BlockReason.CHOSEN, 50)
+    assert runner.samples <= 0.1 * plain_runner.samples, (runner.samples, plain_runner.samples)
+
+
+def test_a_confirmation_of_a_pair_decided_before_a_new_block_size_resumes_at_its_size():
+    # the pair was decided at 10; the size became 50 since (the search needed blocks): the
+    # confirmation of the same pair joins the pair's shifts, so its rounds are at 10 too, and
+    # the runner is back at 50 for what follows
+    hist = linear_history(40, {20: 10.0})
+    runner = _adaptive_runner(hist, 4)
+    ev = Evaluation(hist, SimBuilder(hist), runner, ADAPTIVE, TestConfig(), random.Random(1), adapt_blocks=True)
+    (pre,) = ev.compare([hist.bad], hist.good, Purpose.PREFLIGHT)
+    assert pre.verdict is Verdict.BAD and len(pre.diffs) < 4  # decided before the size is due
+    assert ev.adapt_blocks().reps == 50
+    (confirm,) = ev.compare([hist.bad], hist.good, Purpose.CONFIRM)
+    assert confirm.verdict is Verdict.BAD and confirm.diffs[: len(pre.diffs)] == pre.diffs
+    assert confirm.samples == 2 * 10 * (len(confirm.diffs) - len(pre.diffs)) > 0
+    assert runner.reps == 50 and ev.levels(hist.good)[0] == []  # no block of 50 was drawn
+    (again,) = ev.compare(["c010"], hist.good, Purpose.PROBE)  # a new pair: at the chosen size
+    assert again.samples == 2 * 50 * len(again.diffs) > 0

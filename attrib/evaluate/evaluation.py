@@ -187,7 +187,7 @@ class Evaluation:
     def account(self, drift_of: Sequence[str]) -> Account:
         """Everything measured so far, for the outcome; drift is reported for `drift_of`."""
         drift = self.ledger.drift(drift_of, self.sizing.reps, self.bench.direction)
-        return self.ledger.account(drift, self.out_of_time, self.sizing.choice)
+        return self.ledger.account(drift, self.out_of_time, self.sizing.recorded())
 
     # --- for the edges that read what was measured (job/, tests) -------------------------
 

@@ -45,6 +45,7 @@ class _Test:
     diffs: dict[str, list[float]]
     history: list[tuple[float, ...]]  # earlier comparisons' shifts: the pooled noise
     results: dict[str, Comparison]
+    reps: int | None = None  # samples per run: None, the current size; else the size of the data resumed
     drawn: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     successes: Counter[str] = field(default_factory=Counter)
@@ -83,11 +84,13 @@ class Rounds:
     def out_of_time(self) -> bool:
         return self.deadline is not None and self.clock() >= self.deadline
 
-    def measure(self, sha: str) -> RunResult:
+    def measure(self, sha: str, reps: int | None = None) -> RunResult:
+        """One run of `sha`, at the current block size unless `reps` names another."""
         rec = self.ledger.tally(sha)
         assert rec.build is not None and rec.build.ok
+        runner, reps = self.sizing.runner_at(reps)
         start = self.clock()
-        result = self.sizing.runner.run(Path(rec.build.checkout))
+        result = runner.run(Path(rec.build.checkout))
         self.ledger.times.measure_s += self.clock() - start
         rec.excluded.update(result.excluded)
         if result.ok:
@@ -95,7 +98,7 @@ class Rounds:
             rec.samples.extend(result.samples)
             logs = oriented_logs(result.samples, self.bench.direction)
             rec.blocks.append(block_level(logs, self.bench.block_statistic))
-            rec.block_reps.append(self.sizing.reps)
+            rec.block_reps.append(reps)
             rec.block_rounds.append(self.ledger.rounds)  # counted when a round ends: the one running now
             self.sizing.observe(sha, logs, result)
         else:
@@ -139,37 +142,52 @@ class Rounds:
         results = self.builds.settled(candidates, reference, purpose, fresh=not resume)
         active = [c for c in dict.fromkeys(candidates) if c not in results]
         if active:
+            span = self.sizing.spans(len(self.ledger.comparisons))[0]
+            earlier: Mapping[str, Sequence[float]] = resume or {}
+            if resume is None:
+                earlier, span = self._decided_pair(active, reference, purpose)
+            start, stop, reps = span
             history = [
-                c.diffs for c in self.ledger.comparisons[self.sizing.resized_at :]
+                c.diffs for c in self.ledger.comparisons[start:stop]
                 if len(c.diffs) >= 2 and not c.same_artifact_as
             ]  # fmt: skip
-            earlier = resume if resume is not None else self._decided_pair(active, reference, purpose)
             diffs = {c: list(earlier.get(c, ())) for c in active}
-            test = _Test(reference, purpose, config, beside, active, diffs, history, results)
+            at = None if reps == self.sizing.reps else reps
+            test = _Test(reference, purpose, config, beside, active, diffs, history, results, at)
             while test.active and self._round(test):
                 pass
+            self.sizing.runner_at(None)  # the current size again for what follows
             times = self.ledger.times
             times.comparisons += 1
             times.decide_s += (self.clock() - started) - (times.measure_s - measured_before)
         return [results[c] for c in candidates]
 
-    def _decided_pair(self, active: Sequence[str], reference: str, purpose: Purpose) -> dict[str, Sequence[float]]:
+    def _decided_pair(
+        self, active: Sequence[str], reference: str, purpose: Purpose
+    ) -> tuple[dict[str, Sequence[float]], tuple[int, int, int]]:
         """Same binaries, same data: a confirmation of a pair of binaries already compared and
-        decided at the current block size (the posterior search confirms through stand-ins, so
-        a culprit byte-identical to bad and a parent byte-identical to good confirm as the
-        preflight's pair) is that test again, resumed from its paired shifts rather than
-        measured from nothing; it still draws what its own settings ask beyond them."""
+        decided (the posterior search confirms through stand-ins, so a culprit byte-identical
+        to bad and a parent byte-identical to good confirm as the preflight's pair) is that
+        test again, resumed from its paired shifts rather than measured from nothing; it still
+        draws what its own settings ask beyond them. Its rounds are at the size of the shifts
+        it resumes: a preflight that decided before the block size was chosen is resumed at the
+        size before (sizing.spans), with that size's comparisons as its pooled noise. Returns
+        the shifts per candidate and the span of comparisons at their size."""
+        spans = self.sizing.spans(len(self.ledger.comparisons))
         if purpose is not Purpose.CONFIRM:
-            return {}
-        found: dict[str, Sequence[float]] = {}
-        for c in reversed(self.ledger.comparisons[self.sizing.resized_at :]):
-            if (
-                c.reference == reference and c.candidate in active and c.candidate not in found
-                and c.purpose is not Purpose.CONFIRM  # a confirmation asked again wants fresh rounds
-                and c.verdict in (Verdict.GOOD, Verdict.BAD) and c.diffs and not c.same_artifact_as
-            ):  # fmt: skip
-                found[c.candidate] = c.diffs
-        return found
+            return {}, spans[0]
+        for start, stop, reps in spans:
+            found: dict[str, Sequence[float]] = {}
+            for c in reversed(self.ledger.comparisons[start:stop]):
+                if (
+                    c.reference == reference and c.candidate in active and c.candidate not in found
+                    and c.purpose is not Purpose.CONFIRM  # a confirmation asked again wants fresh rounds
+                    and c.verdict in (Verdict.GOOD, Verdict.BAD) and c.diffs and not c.same_artifact_as
+                ):  # fmt: skip
+                    found[c.candidate] = c.diffs
+            if found:
+                return found, (start, stop, reps)
+        return {}, spans[0]
 
     def _round(self, t: _Test) -> bool:
         """One round of `t`: the reference, its undecided candidates and the commits beside;
@@ -189,7 +207,7 @@ class Rounds:
         order = [reference, *t.active, *t.alongside]
         self.rng.shuffle(order)  # order-balanced on average: no side always runs first
         with self.round_context():  # slurm: one allocation on one node, so the pairing holds
-            runs = {sha: self.measure(sha) for sha in order}
+            runs = {sha: self.measure(sha, t.reps) for sha in order}
         self.ledger.rounds += 1
         beside = sum(len(runs[a].samples) for a in t.alongside) / max(1, len(t.active))
         for sha in t.active:

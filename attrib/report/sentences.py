@@ -257,4 +257,9 @@ def blocks_text(choice: BlockChoice) -> str:
             return f"samples per run: kept at {c.reps}: the recipe pins it (adapt_reps = false)"
         case BlockReason.TOO_FEW_RUNS:
             return f"samples per run: kept at {c.reps}: too few runs before the search to tell the spreads apart"
+        case BlockReason.UNNEEDED:
+            return (
+                f"samples per run: kept at {c.reps}: every commit the search asked was byte-identical to one the "
+                "preflight measured, so no block of another size was needed"
+            )
     raise AssertionError(c.reason)

@@ -228,9 +228,16 @@ def _migrate_5_to_6(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _migrate_6_to_7(doc: dict[str, Any]) -> dict[str, Any]:
+    # Schema 7 added `blocks.reason` unneeded (a search that measured no block beyond the
+    # preflight's never chose a size); a schema-6 writer never wrote it: nothing to change.
+    return doc
+
+
 # MIGRATIONS[n] turns a schema-n document into a schema-(n+1) one.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
+    6: _migrate_6_to_7,
 }  # fmt: skip
 
 

@@ -43,7 +43,7 @@ from attrib.evaluate.executors.base import (
     SlurmDescription,
 )
 
-RESULT_SCHEMA = 6
+RESULT_SCHEMA = 7
 
 
 class ResultKind(StrEnum):

@@ -23,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -76,14 +77,17 @@ class PosteriorSearch:
     def _levels(self, sha: str) -> tuple[list[float], list[int]]:
         return self.scope.evidence.levels(self.scope.evidence.stand_in(sha))
 
-    def measure_round(self, shas: list[str], fresh: set[str], beside: str | None = None) -> set[str]:
+    def measure_round(
+        self, shas: list[str], fresh: set[str], beside: str | None = None, before: Callable[[], None] | None = None
+    ) -> set[str]:
         """One shared round: a block of each of `shas` (their byte-identical stand-ins'), built
         concurrently first; returns those that are hopeless (did not build, or fail as often as
         they run). One of `fresh` (asked to be built) that turns out byte-identical to a
         measured commit needs no block of its own: its twin's blocks are its data already.
         `beside`: the segment's reference, measured in the round to place its blocks
         (core/posterior.round_corrected), unless every commit asked turned out such a twin:
-        a round with no block to place needs no reference block either."""
+        a round with no block to place needs no reference block either. `before`: called once
+        the round is known to measure something (the block size is chosen then: `sized`)."""
         ev = self.scope.evidence
         shas = [*shas, beside] if beside is not None and beside not in shas else shas
         lost = {s for s in shas if not ev.build(s).ok}  # Evidence.blocks builds them concurrently
@@ -91,6 +95,8 @@ class PosteriorSearch:
         targets = [s for s in shas if s not in lost and s not in twins]
         if twins and targets == [beside]:
             targets = []
+        if targets and before is not None:
+            before()
         runs = dict(zip(targets, ev.blocks([ev.stand_in(s) for s in targets]), strict=True))
         for sha, ok in runs.items():
             record = self.failures.setdefault(ev.stand_in(sha), [])
@@ -130,10 +136,18 @@ class PosteriorSearch:
 
     def begin(self) -> None:
         """A segment's start: no failed runs or inferred breaks counted yet (they are the
-        segment's), and the block size chosen (once per bisection, from the preflight's runs)."""
+        segment's)."""
         self.failures = {}
         self.inferred = set()
+
+    def sized(self, positions: list[str]) -> None:
+        """The block size chosen (once per bisection, from the preflight's runs: sizing.py)
+        before the search's first block beyond the ends': a search whose every commit asked is
+        byte-identical to good or bad places them all from the preflight's blocks and confirms
+        with the preflight's pair, at the preflight's size, and a new size would only measure
+        the ends again. A new size leaves the ends without blocks of it: they are measured."""
         self.scope.evidence.adapt_blocks()
+        self.measure_ends(positions)
 
     def search(self, chain: list[str], reference: str) -> Found:
         """This benchmark's first finding in `chain` against `reference`: the one search loop
@@ -351,7 +365,7 @@ class _SegmentRun:
         for m in self.active:
             self.searches[m].begin()
             self.searches[m].scope.phase(Step.LOCATING, (self.reference,), self.n)
-            # a new block size or a merge's side line leaves the ends without blocks: a posterior needs both
+            # a merge's side line leaves the ends without blocks: a posterior needs both
             self.searches[m].measure_ends(self.positions)
         while self.active:
             views, priors = _views(self.searches, self.positions, self.active)
@@ -370,6 +384,8 @@ class _SegmentRun:
             elif req.action is Action.EXTEND:
                 self.extended.add(req.position)
                 at = self.positions[req.position]
+                for m in req.members:
+                    self.searches[m].sized(self.positions)
                 self.spent += max(self.searches[m]._extend(at, self.reference) for m in req.members)
             elif self._confirm(req, views, priors):
                 break
@@ -400,6 +416,7 @@ class _SegmentRun:
         both sides of the pair away from its ends."""
         pair = [self.positions[req.last_good], self.positions[req.position], self.reference]
         for m in req.members:
+            self.searches[m].sized(self.positions)
             self.searches[m].measure_round(pair, set())
             self.checked.add((m, req.position))
         self.spent += 1
@@ -412,7 +429,8 @@ class _SegmentRun:
         asked = [self.positions[r.position] for r in reqs]
         lost: set[str] = set()
         for m in reqs[0].members:
-            lost |= self.searches[m].measure_round(asked, fresh, beside=self.reference)
+            search = self.searches[m]
+            lost |= search.measure_round(asked, fresh, beside=self.reference, before=partial(search.sized, self.positions))
         self.unbuildable.update(r.position for r in reqs if self.positions[r.position] in lost)
         for m in self.active:
             self.searches[m].mark_inside_breaks(self.positions, self.unbuildable)
