@@ -10,6 +10,7 @@ a few commits; churn touches docs and unrelated code; a merge brings a side bran
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -317,7 +318,7 @@ for _ in range({reps}):
 GROUP_RECIPE = """schema = 1
 name = "kernel-suite"
 [build]
-commands = ["python3 -m py_compile bench.py"]
+commands = [{build}]
 [[benchmark]]
 name = "suite"
 runner = "command"
@@ -349,16 +350,22 @@ def generate_group_tree(
     reps: int = 10,
     min_change_pct: float = 2.0,
     seed: int = 0,
+    build_seconds: float = 0.0,
 ) -> GroupTree:
     """A real git repository of `commits` commits after the root whose benchmark measures
     `kernels` kernels (k00, k01, ...) in one process (GROUP_BENCH_PY) with per-sample noise of sd
     `noise` (log space), and its recipe beside it (GROUP_RECIPE, path/../<name>.toml). Each culprit
     (index, kernel indices, factor) multiplies those kernels' costs by the factor at that commit;
-    every other commit touches a notes file."""
+    every other commit touches a notes file. `build_seconds` > 0: the recipe's build also runs
+    `sleep <build_seconds>` after the py_compile, so each build takes about that much more real
+    wall time (idle, not CPU: a stand-in for a slow build; 0 leaves the recipe as it was)."""
+    if not (build_seconds >= 0 and math.isfinite(build_seconds)):
+        raise ValueError(f"build_seconds must be a finite number >= 0, not {build_seconds!r}")
     path.mkdir(parents=True)
     w = _Writer(path, TreeSpec(seed=seed))
     rng = random.Random(seed)
     names = [f"k{i:02d}" for i in range(kernels)]
+    build = ['"python3 -m py_compile bench.py"'] + ([f'"sleep {build_seconds:g}"'] if build_seconds > 0 else [])
     costs = {n: round(rng.uniform(1.0, 5.0), 3) for n in names}
     w.git("init", "-q", "-b", "main")
     w.write("bench.py", GROUP_BENCH_PY.format(reps=reps, noise=noise))
@@ -379,6 +386,8 @@ def generate_group_tree(
             w.commit(f"notes {i}")
     recipe = path.parent / f"{path.name}.toml"
     recipe.write_text(
-        GROUP_RECIPE.format(reps=reps, min_change=min_change_pct, names=", ".join(f'"{n}"' for n in names))
+        GROUP_RECIPE.format(
+            build=", ".join(build), reps=reps, min_change=min_change_pct, names=", ".join(f'"{n}"' for n in names)
+        )
     )
     return GroupTree(path, recipe, good, w.git("rev-parse", "HEAD"), truth)

@@ -49,3 +49,17 @@ def test_an_unknown_member_is_one_line_naming_the_known_ones(tree, tmp_path):
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "gemm_*" in lines[0] and "k00, k01, k02, k03, k04, k05" in lines[0], res.stderr
     assert not (tmp_path / "work").exists()
+
+
+def test_build_seconds_adds_a_sleep_to_the_build_and_nothing_else(tmp_path):
+    from attrib.recipe import load_recipe
+
+    plan = ((5, (0,), 1.06),)
+    plain = generate_group_tree(tmp_path / "plain", 3, 8, plan, seed=3)
+    slow = generate_group_tree(tmp_path / "slow", 3, 8, plan, seed=3, build_seconds=3)
+    assert load_recipe(plain.recipe).build.commands == ("python3 -m py_compile bench.py",)
+    assert load_recipe(slow.recipe).build.commands == ("python3 -m py_compile bench.py", "sleep 3")
+    # the same history: only the recipe beside the tree differs
+    assert (plain.good, plain.bad, plain.culprits) == (slow.good, slow.bad, slow.culprits)
+    with pytest.raises(ValueError, match="build_seconds"):
+        generate_group_tree(tmp_path / "bad", 3, 8, plan, build_seconds=-1)
