@@ -278,7 +278,8 @@ def _with(doc: dict, edit) -> dict:
 BAD_DOCUMENTS = {
     "schema-only": ('{"schema": 1}', "field 'status': missing"),
     "not-json": ("not json", "not JSON"),
-    "unknown-schema": ('{"schema": 7, "status": "culprit_found"}', "field 'schema': expected one of 1, 2"),
+    # one past the newest schema this attrib writes: unknown whatever that number is
+    "unknown-schema": (f'{{"schema": {RESULT_SCHEMA + 1}, "status": "culprit_found"}}', "field 'schema': expected one of 1, 2"),
     "no-schema": ('{"status": "culprit_found"}', "field 'schema': missing"),
     "a-list": ("[1, 2]", "expected a JSON object"),
     "wrong-type": (
