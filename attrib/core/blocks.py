@@ -61,7 +61,7 @@ class BlockReason(StrEnum):
     FIXED = "fixed"  # the runner cannot change its samples per run (a command without {reps}, ...)
     PINNED = "pinned"  # the recipe pins it (adapt_reps = false)
     TOO_FEW_RUNS = "too_few_runs"  # not enough runs yet to tell the spreads apart
-    UNNEEDED = "unneeded"  # never chosen: the search measured no block beyond the preflight's
+    UNNEEDED = "unneeded"  # never chosen: every commit the search asked was a twin of one measured
 
 
 @dataclass(frozen=True)

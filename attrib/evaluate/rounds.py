@@ -142,9 +142,10 @@ class Rounds:
         results = self.builds.settled(candidates, reference, purpose, fresh=not resume)
         active = [c for c in dict.fromkeys(candidates) if c not in results]
         if active:
-            span = self.sizing.spans(len(self.ledger.comparisons))[0]
-            earlier: Mapping[str, Sequence[float]] = resume or {}
-            if resume is None:
+            earlier: Mapping[str, Sequence[float]]
+            if resume is not None:
+                earlier, span = resume, self.sizing.spans(len(self.ledger.comparisons))[0]
+            else:
                 earlier, span = self._decided_pair(active, reference, purpose)
             start, stop, reps = span
             history = [

@@ -36,9 +36,9 @@ class BlockSizing:
         self._first_runs: list[Run] = []
 
     def recorded(self) -> BlockChoice | None:
-        """The choice for the result: a bisection that adapts but never needed a block beyond
-        the preflight's (every commit the search asked was a twin of good or bad) never chose,
-        and says so, unless the size could not have changed anyway."""
+        """The choice for the result: a bisection that adapts but whose search never needed a
+        block of its own (every commit it asked was a twin of one measured) never chose, and
+        says so, unless the size could not have changed anyway."""
         if self.choice is not None or not self.adapting:
             return self.choice
         if not self.bench.adapt_reps:

@@ -259,7 +259,7 @@ def blocks_text(choice: BlockChoice) -> str:
             return f"samples per run: kept at {c.reps}: too few runs before the search to tell the spreads apart"
         case BlockReason.UNNEEDED:
             return (
-                f"samples per run: kept at {c.reps}: every commit the search asked was byte-identical to one the "
-                "preflight measured, so no block of another size was needed"
+                f"samples per run: kept at {c.reps}: every commit the search asked was byte-identical to one "
+                "already measured, so the search needed no block of its own and no other size was chosen"
             )
     raise AssertionError(c.reason)
