@@ -9,13 +9,31 @@ import sys
 import numpy as np
 import pytest
 
-from attrib.core.choose import next_request, next_requests
-from attrib.core.posterior import mixture_bits, posterior, round_corrected
-from attrib.core.requests import Action, build_price, builds_needed
+from attrib.core.choose import choose
+from attrib.core.group import MemberView
+from attrib.core.posterior import Posterior, mixture_bits, posterior, round_corrected
+from attrib.core.requests import LOCATE_SIGMA_QUANTILE, Action, Request, build_price, builds_needed
 from attrib.core.stats import CONFIRM_MIN_ROUNDS
 from attrib.segment.scope import MAX_CONFIRM_RETRIES
 
 SIGMA = 1.0
+
+
+def next_requests(n, blocks, *, tau, prior_sigma=None, anchored=False, **kw) -> tuple[tuple[Request, ...], Posterior]:
+    """`choose` for one benchmark given its blocks per position (its posterior from them, with
+    per-commit scatter `tau`), and that posterior: a group of one, as the search asks it."""
+    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
+
+    def robust() -> Posterior:
+        return posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE, anchored=anchored)
+
+    return choose(n, {None: MemberView(post, blocks, robust)}, **kw), post
+
+
+def next_request(n, blocks, **kw) -> tuple[Request, Posterior]:
+    """The single best request (`next_requests` with width 1)."""
+    reqs, post = next_requests(n, blocks, **kw)
+    return reqs[0], post
 
 
 def _segment(n, k, step, seed, drift=0.0):

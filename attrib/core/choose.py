@@ -31,14 +31,14 @@ from typing import TypeVar
 import numpy as np
 
 from attrib.core.group import MEMBER_BITS, MemberView, held, joined
-from attrib.core.posterior import Posterior, mixture_bits, posterior
+from attrib.core.posterior import mixture_bits
 from attrib.core.requests import (
     DEFAULT_BUILD_COST,
     DEFAULT_LOCATE_AT,
-    LOCATE_SIGMA_QUANTILE,
     Action,
     Request,
     Segment,
+    Span,
     block_levels,
     build_at,
     build_price,
@@ -76,7 +76,8 @@ def choose(
     `checked`: (member, position) pairs a group checked already."""
     if not members:
         return (Request(Action.EXHAUSTED),)
-    segs = {m: _segment(n, v, unbuildable, builds_left, locate_at, cap, extended, prebuilt) for m, v in members.items()}
+    span = Span(n, unbuildable, locate_at, cap, extended, prebuilt)
+    segs = {m: _segment(span, v, builds_left) for m, v in members.items()}
     located = _located(segs, members)
     if located is not None:
         lead, req, provisional = located
@@ -86,27 +87,18 @@ def choose(
     if blocks_left is not None and blocks_left <= 0:
         return exhausted
     pool = {m: s for m, s in segs.items() if scouts is None or m in scouts}
-    reqs = _batch(pool, built, build_cost, builds_left, width) if pool else None
+    reqs = _batch(span, pool, built, build_cost, builds_left, width) if pool else None
     if reqs is None and len(pool) < len(segs):  # the scouts know their sides: everyone
-        reqs = _batch(segs, built, build_cost, builds_left, width)
+        reqs = _batch(span, segs, built, build_cost, builds_left, width)
     return reqs or exhausted
 
 
-def _segment(
-    n: int,
-    view: MemberView,
-    unbuildable: frozenset[int],
-    builds_left: int | None,
-    locate_at: float,
-    cap: int | None,
-    extended: frozenset[int],
-    prebuilt: frozenset[int],
-) -> Segment:
+def _segment(span: Span, view: MemberView, builds_left: int | None) -> Segment:
     """What the chooser reads of one member: its blocks, their counts, its posterior, and the
     commits it will not build (the budget spent: `untested`)."""
     counts = {p: len(b) for p, b in view.blocks.items() if len(b)}
-    left_out = untested(n, view.post, counts, unbuildable, builds_left, locate_at)
-    return Segment(n, view.blocks, counts, view.post, unbuildable, left_out, locate_at, cap, extended, prebuilt)
+    left_out = untested(span.n, view.post, counts, span.unbuildable, builds_left, span.locate_at)
+    return Segment(span, view.blocks, counts, view.post, left_out)
 
 
 def _located(
@@ -127,15 +119,14 @@ def _located(
 
 
 def _batch(
-    segs: Mapping[M, Segment], built: frozenset[int], build_cost: float, builds_left: int | None, width: int
+    span: Span, segs: Mapping[M, Segment], built: frozenset[int], build_cost: float, builds_left: int | None, width: int
 ) -> tuple[Request, ...] | None:
     """The MEASUREs and BUILDs with the most bits per unit cost summed over `segs`, each further
     one valued as if the sides of those chosen before it were known (so a batch spreads out
     instead of piling onto one gap, and each further probe is worth less), within `builds_left`;
     EXTEND when the most informative commit already has `cap` blocks of the members it serves and
     was not extended yet; None when nothing is worth a block to them."""
-    first = next(iter(segs.values()))
-    n, unbuildable, extended = first.n, first.unbuildable, first.extended
+    n, unbuildable, extended = span.n, span.unbuildable, span.extended
     measured = built | frozenset(p for s in segs.values() for p in s.counts)
     cdfs = {m: np.cumsum(s.post.probs) for m, s in segs.items()}
 
@@ -155,8 +146,7 @@ def _batch(
     # expectation, and the search steps away from a break instead of walking through it
     near = [min((abs(j - u) for u in unbuildable), default=0) for j in open_]
     price = build_cost * max(build_price(s.post, s.counts, builds_left) for s in segs.values())
-    prebuilt = first.prebuilt
-    cost = np.array([1.0 if j in measured else build_at(price, j in prebuilt, d) for j, d in zip(open_, near, strict=True)])
+    cost = np.array([1.0 if j in measured else build_at(price, j in span.prebuilt, d) for j, d in zip(open_, near, strict=True)])
     bits = {m: np.where(mask[m], mixture_bits(cdfs[m][js], *levels[m]), 0.0) for m in segs}
     value = sum(bits.values(), np.zeros(len(open_))) / cost
     best = int(np.argmax(value))
@@ -200,30 +190,3 @@ def _batch(
         builds += int(p not in measured)
         batch.append(Request(Action.MEASURE if p in measured else Action.BUILD, p, value=float(more[nxt]), members=asked))
     return tuple(batch)
-
-
-def next_requests(
-    n: int,
-    blocks: Mapping[int, list[float]] | Mapping[int, tuple[float, ...]],
-    *,
-    tau: float,
-    prior_sigma: float | None = None,
-    anchored: bool = False,
-    **kw: object,
-) -> tuple[tuple[Request, ...], Posterior]:
-    """`choose` for one benchmark given its blocks per position (its posterior from them, with
-    per-commit scatter `tau`), and that posterior: a group of one."""
-    post = posterior(n, blocks, tau=tau, prior_sigma=prior_sigma, anchored=anchored)
-
-    def robust() -> Posterior:
-        return posterior(
-            n, blocks, tau=tau, prior_sigma=prior_sigma, sigma_quantile=LOCATE_SIGMA_QUANTILE, anchored=anchored
-        )
-
-    return choose(n, {None: MemberView(post, blocks, robust)}, **kw), post  # type: ignore[arg-type]
-
-
-def next_request(n: int, blocks: Mapping[int, list[float]], **kw: object) -> tuple[Request, Posterior]:
-    """The single best request (`next_requests` with width 1)."""
-    reqs, post = next_requests(n, blocks, **kw)  # type: ignore[arg-type]
-    return reqs[0], post

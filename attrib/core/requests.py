@@ -64,22 +64,31 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Segment:
-    """What one choice of requests reads of one member: its blocks and its posterior from them."""
+class Span:
+    """What one choice of requests reads of the segment, the same for every member."""
 
     n: int
+    unbuildable: frozenset[int]
+    locate_at: float
+    cap: int | None  # the blocks one commit may cost
+    extended: frozenset[int]  # commits given more blocks once
+    prebuilt: frozenset[int]  # positions whose binary CI published: an unpacking, not a build
+
+
+@dataclass(frozen=True)
+class Segment:
+    """What one choice of requests reads of one member in the segment's `span`: its blocks and
+    its posterior from them."""
+
+    span: Span
     blocks: Mapping[int, Sequence[float]]
     counts: Mapping[int, int]  # blocks per measured position
     post: Posterior
-    unbuildable: frozenset[int]
     untested: frozenset[int]  # not to be built (the build budget is spent)
-    locate_at: float
-    cap: int | None
-    extended: frozenset[int]
-    prebuilt: frozenset[int]  # positions whose binary CI published: an unpacking, not a build
 
     def capped(self, j: int) -> bool:
-        return self.cap is not None and 0 < j < self.n and self.counts.get(j, 0) >= self.cap
+        cap = self.span.cap
+        return cap is not None and 0 < j < self.span.n and self.counts.get(j, 0) >= cap
 
 
 def untested(
@@ -112,15 +121,15 @@ def locate(seg: Segment, at_bound: Callable[[], Posterior]) -> tuple[Request, bo
     provisionally, when the change lies between two adjacent measured commits and what is left is
     their sides; None: not located yet. `at_bound`: the member's posterior at sigma's
     LOCATE_SIGMA_QUANTILE bound (a boundary holding there stands from few blocks)."""
-    post, counts = seg.post, seg.counts
-    hit = credible(post, seg.unbuildable, seg.locate_at, seg.untested)
-    early = credible(post, seg.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
+    post, counts, span = seg.post, seg.counts, seg.span
+    hit = credible(post, span.unbuildable, span.locate_at, seg.untested)
+    early = credible(post, span.unbuildable, CONFIRM_EARLY_AT, seg.untested) if hit is None else None
     if (
         early is not None
         and not early[1]
         and counts.get(early[0], 0) >= 2  # (one block of either could be an outlier that a
         and counts.get(early[0] - 1, 0) >= 2  # second block, far cheaper than a confirmation, tells)
-        and _around(post, early[0], list(counts)) >= seg.locate_at
+        and _around(post, early[0], list(counts)) >= span.locate_at
     ):
         # the change is between two adjacent measured commits with CONFIRM_EARLY_AT, and the
         # rest of `locate_at` lies in the gaps just beside them: what is left to learn is the
@@ -142,8 +151,8 @@ def locate(seg: Segment, at_bound: Callable[[], Posterior]) -> tuple[Request, bo
     # driver takes the culprit only if the posterior still holds it with them. (Measuring
     # the two sides until MIN_LOCATE_DOF first, as this did, drew 6-8 blocks that the
     # confirmation then drew again: 80 of a median 2 % step's 396 samples.)
-    sides = [p for p in (last, k) if not (seg.capped(p) and p in seg.extended)]
-    robust = dof < MIN_LOCATE_DOF and dof >= 2 and credible(at_bound(), seg.unbuildable, seg.locate_at) == hit
+    sides = [p for p in (last, k) if not (seg.capped(p) and p in span.extended)]
+    robust = dof < MIN_LOCATE_DOF and dof >= 2 and credible(at_bound(), span.unbuildable, span.locate_at) == hit
     provisional = dof < MIN_LOCATE_DOF and bool(sides) and not robust
     return Request(Action.CONFIRM, k, last, amb), provisional
 
@@ -152,8 +161,7 @@ def block_levels(
     post: Posterior, blocks: Mapping[int, Sequence[float]], open_: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per open position, what its next block is drawn from: the good side's level a, the bad
-    side's b, the spread s. The one valuation of a block, for the single search (`_valued`) and
-    for each member of a group (core/group.py)."""
+    side's b, the spread s. The one valuation of a block, for every member (core/choose.py)."""
     n = len(post.probs) - 1
     counts = {p: len(b) for p, b in blocks.items() if len(b)}
     a = np.full(len(open_), post.mu0)
